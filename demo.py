@@ -1,0 +1,64 @@
+"""The main job: build the default tool bank from the bundled catalogs and answer a few searches.
+
+    make run          # or: .venv/bin/python demo.py [--bank PATH]
+
+The bank is `$AUTOTOOL_HOME/bank` (default ~/.cache/autotool/bank) unless `--bank` says otherwise. A second
+run re-embeds nothing: tools whose text did not change are left as they are.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+from toolbank import Tool, ToolBank, default_bank_path, load_file
+
+CATALOGS = Path(__file__).parent / "eval" / "data"
+QUERIES = [
+    "Will the air be clean enough to go running tomorrow? My zip code is 94110.",
+    "Find peer-reviewed papers about protein folding",
+    "Analyze the DNA found on the swab from the crime scene",
+    "Convert 250 US dollars to euros",
+    "Translate this paragraph into Japanese",
+]
+# A tool that no bundled catalog contains: the bank takes it like any other.
+NEW_TOOL = Tool(
+    "book_meeting_room",
+    "Reserve a meeting room in the office for a time slot and invite attendees",
+    {"type": "object", "properties": {
+        "room": {"type": "string", "description": "Room name or floor"},
+        "start": {"type": "string", "description": "Start time, ISO 8601"},
+        "minutes": {"type": "integer", "description": "Length of the meeting"}},
+     "required": ["start", "minutes"]},
+    namespace="office",
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bank", type=Path, default=None, help="bank folder (default: $AUTOTOOL_HOME/bank)")
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    bank = ToolBank.open(args.bank or default_bank_path())
+    print(f"bank: {bank.path}")
+    for name in ("metatool", "seal_tools"):
+        tools, _ = load_file(CATALOGS / name / "tools.jsonl", namespace=name)
+        report = bank.add(tools, replace=True, progress=True)
+        print(f"  {name}: {len(tools)} tools ({len(report.added)} added, {len(report.replaced)} replaced, "
+              f"{len(report.unchanged)} unchanged, {report.embedded} embedded)")
+    bank.add([NEW_TOOL], replace=True)
+    print(f"  office: 1 tool of our own ({NEW_TOOL.name})")
+    print(f"{len(bank)} tools ready in {time.perf_counter() - started:.1f} s\n")
+
+    for query in QUERIES + ["Book the 4th floor room for an hour at 3pm tomorrow"]:
+        print(f"> {query}")
+        for mode in ("bm25", "dense", "hybrid"):
+            started = time.perf_counter()
+            hits = bank.search(query, k=3, mode=mode)
+            ms = (time.perf_counter() - started) * 1000
+            print(f"  {mode:>6} ({ms:5.1f} ms): " + ", ".join(f"{h.name} {h.score:.3f}" for h in hits))
+        print()
+
+
+if __name__ == "__main__":
+    main()

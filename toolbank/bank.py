@@ -1,0 +1,381 @@
+"""`ToolBank`: a folder holding a catalog of tools, their embeddings and a search index.
+
+```
+bank/  manifest.json  {format_version, embedder, dim, index_factory}  (written last: a mirror of the store)
+       bank.sqlite    the source of truth
+       index.faiss    derived; rebuilt when missing, corrupt or stale (index.json says which generation)
+       bank.lock      serialises writers across processes
+```
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from toolbank.embed import DEFAULT_EMBEDDER, Embedder, load_embedder
+from toolbank.index import VectorIndex, resolve_factory
+from toolbank.search import MODES, BM25Index, SearchHit, reciprocal_rank_fusion
+from toolbank.store import Store
+from toolbank.tool import Tool
+
+FORMAT_VERSION = 1
+LARGE_BANK = 50_000  # above this, suggest an HNSW index
+HYBRID_DEPTH = 100  # how deep each ranking goes before fusion
+
+
+class BankError(ValueError):
+    """A bank cannot be opened or changed as asked. The message says what to do."""
+
+
+def autotool_home() -> Path:
+    """`$AUTOTOOL_HOME`, default `~/.cache/autotool`: banks, cached models and runs live here."""
+    return Path(os.environ.get("AUTOTOOL_HOME") or Path.home() / ".cache" / "autotool")
+
+
+def default_bank_path() -> Path:
+    """`$AUTOTOOL_BANK`, else `$AUTOTOOL_HOME/bank`."""
+    return Path(os.environ["AUTOTOOL_BANK"]) if os.environ.get("AUTOTOOL_BANK") else autotool_home() / "bank"
+
+
+@dataclass
+class AddReport:
+    """What `ToolBank.add` did."""
+
+    added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    embedded: int = 0  # texts that went through the embedder (unchanged texts reuse their embedding)
+
+
+class ToolBank:
+    """A catalog of tools with dense, BM25 and hybrid search. Open with `create`, `load` or `open`."""
+
+    def __init__(self, path: Path, store: Store, embedder: Embedder | None = None):
+        self.path, self.store = path, store
+        self._embedder = embedder
+        self._index: VectorIndex | None = None
+        self._bm25: tuple[int, BM25Index] | None = None
+
+    # -- opening --------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: str | Path, embedder: str | Embedder = DEFAULT_EMBEDDER, index: str = "flat") -> "ToolBank":
+        """Create an empty bank in `path` (a new or empty folder).
+
+        Args:
+            path: Folder of the bank.
+            embedder: An embedder spec (see `toolbank.embed`) or an `Embedder`.
+            index: `flat`, `hnsw` or a FAISS factory string.
+        """
+        path = Path(path)
+        if (path / "manifest.json").exists():
+            raise BankError(f"{path} is already a bank; open it with ToolBank.load")
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise BankError(f"{path} exists and is not an empty folder; choose a new folder for the bank")
+        model = load_embedder(embedder) if isinstance(embedder, str) else embedder
+        factory = resolve_factory(index)
+        VectorIndex.build(factory, model.dim, np.zeros(0, np.int64), np.zeros((0, model.dim), np.float32), 0)
+        path.mkdir(parents=True, exist_ok=True)
+        store = Store(path / "bank.sqlite")
+        with store.transaction():
+            store.set_meta("format_version", str(FORMAT_VERSION))
+            store.set_meta("embedder", model.id)
+            store.set_meta("dim", str(model.dim))
+            store.set_meta("index_factory", factory)
+        bank = cls(path, store, model)
+        bank._write_manifest()
+        return bank
+
+    @classmethod
+    def load(cls, path: str | Path, embedder: str | Embedder | None = None) -> "ToolBank":
+        """Open an existing bank.
+
+        Args:
+            path: Folder of the bank.
+            embedder: Optional; when given it must be the bank's own embedder (else `BankError`).
+                By default the bank's embedder is loaded on first use.
+        """
+        path = Path(path)
+        if not (path / "manifest.json").is_file() or not (path / "bank.sqlite").is_file():
+            raise BankError(f"{path} is not a bank (no manifest.json and bank.sqlite); create one with "
+                            "`toolbank --bank PATH add FILE` or ToolBank.create(PATH)")
+        try:
+            manifest = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError) as e:
+            raise BankError(f"{path / 'manifest.json'} is unreadable: {e}") from None
+        version = manifest.get("format_version") if isinstance(manifest, dict) else None
+        if version != FORMAT_VERSION:
+            raise BankError(f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this toolbank "
+                            f"reads version {FORMAT_VERSION}")
+        bank = cls(path, Store(path / "bank.sqlite"))
+        if embedder is not None:
+            model = load_embedder(embedder) if isinstance(embedder, str) else embedder
+            if (model.id, model.dim) != (bank.embedder_id, bank.dim):
+                raise BankError(
+                    f"bank {path} was embedded with {bank.embedder_id} (dim {bank.dim}), not {model.id} "
+                    f"(dim {model.dim}); re-embed it with `toolbank --bank {path} reindex --embedder {model.id}`")
+            bank._embedder = model
+        return bank
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, embedder: str | Embedder | None = None,
+             index: str = "flat") -> "ToolBank":
+        """Load the bank at `path` (default: `default_bank_path()`), creating it when the folder is new."""
+        path = Path(path) if path else default_bank_path()
+        if (path / "manifest.json").exists():
+            return cls.load(path, embedder)
+        return cls.create(path, embedder or DEFAULT_EMBEDDER, index)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "ToolBank":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- properties -----------------------------------------------------------------------------
+    @property
+    def embedder_id(self) -> str:
+        return self.store.get_meta("embedder")
+
+    @property
+    def dim(self) -> int:
+        return int(self.store.get_meta("dim"))
+
+    @property
+    def index_factory(self) -> str:
+        return self.store.get_meta("index_factory")
+
+    @property
+    def embedder(self) -> Embedder:
+        """The bank's embedder, loaded on first use."""
+        if self._embedder is None:
+            self._embedder = load_embedder(self.embedder_id)
+        return self._embedder
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __contains__(self, name: str) -> bool:
+        return self.store.get(name) is not None
+
+    def __iter__(self) -> Iterator[Tool]:
+        return self.store.iter_tools()
+
+    def get(self, name: str) -> Tool:
+        """The tool called `name`; `KeyError` naming it when absent."""
+        tool = self.store.get(name)
+        if tool is None:
+            raise KeyError(f"no tool named {name!r} in bank {self.path}")
+        return tool
+
+    # -- writing --------------------------------------------------------------------------------
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        with open(self.path / "bank.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _write_manifest(self) -> None:
+        manifest = {"format_version": FORMAT_VERSION, "embedder": self.embedder_id, "dim": self.dim,
+                    "index_factory": self.index_factory}
+        tmp = self.path / f".manifest.json.{os.getpid()}"
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+        os.replace(tmp, self.path / "manifest.json")
+
+    def add(self, tools: Iterable[Tool], *, replace: bool = False, progress: bool = False) -> AddReport:
+        """Add tools in one transaction: all of them or, on any error, none.
+
+        Args:
+            tools: Tools with names unique in the batch.
+            replace: Overwrite tools of the same name; without it an existing name is a `BankError`.
+            progress: Show a progress bar while embedding.
+
+        Returns:
+            An `AddReport`. A tool identical to the stored one is left as it is; a text that did not
+            change is not re-embedded.
+        """
+        tools = list(tools)
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise BankError(f"tool names repeat in this batch: {', '.join(twice[:10])}; nothing was added")
+        report = AddReport()
+        # Embed outside the lock so two writers embed in parallel; texts already stored are reused.
+        known = self.store.embeddings_by_hash(t.text_hash for t in tools)
+        fresh = {t.text_hash: t.text for t in tools if t.text_hash not in known}
+        vectors = dict(zip(fresh, self.embedder.encode(list(fresh.values()), progress=progress))) if fresh else {}
+        report.embedded = len(fresh)
+        with self._write_lock():
+            existing = self.store.tools(self.store.ids_by_name(names).values())
+            existing = {t.name: t for t in existing.values()}
+            if existing and not replace:
+                clash = sorted(existing)
+                raise BankError(f"tool {clash[0]!r} is already in the bank"
+                                + (f" (and {len(clash) - 1} more)" if len(clash) > 1 else "")
+                                + "; use --replace (replace=True) to overwrite; nothing was added")
+            generation = self.store.generation
+            with self.store.transaction():
+                missing = [t.text_hash for t in tools if t.text_hash not in vectors]
+                for text_hash, blob in self.store.embeddings_by_hash(missing).items():
+                    vectors[text_hash] = np.frombuffer(blob, dtype=np.float32)
+                new_ids, new_vectors = [], []
+                for tool in tools:
+                    old = existing.get(tool.name)
+                    if old == tool:
+                        report.unchanged.append(tool.name)
+                        continue
+                    if tool.text_hash not in vectors:  # removed by another process since we looked
+                        vectors[tool.text_hash] = self.embedder.encode([tool.text])[0]
+                        report.embedded += 1
+                    rowid = self.store.upsert(tool, vectors[tool.text_hash])
+                    (report.replaced if old else report.added).append(tool.name)
+                    new_ids.append(rowid)
+                    new_vectors.append(vectors[tool.text_hash])
+            if report.added or report.replaced:
+                index = self._index
+                if index is not None and index.generation == generation and not report.replaced:
+                    index.add(np.array(new_ids), np.stack(new_vectors), self.store.generation)
+                    index.save(self.path)
+                else:
+                    self._rebuild_index()
+        return report
+
+    def remove(self, names: Sequence[str]) -> None:
+        """Remove tools by name, in one transaction; `BankError` naming the first unknown one."""
+        with self._write_lock():
+            found = self.store.ids_by_name(names)
+            unknown = [n for n in names if n not in found]
+            if unknown:
+                raise BankError(f"no tool named {unknown[0]!r} in bank {self.path}; nothing was removed")
+            with self.store.transaction():
+                self.store.delete(names)
+            self._rebuild_index()
+
+    def reindex(self, embedder: str | Embedder | None = None, index: str | None = None,
+                progress: bool = False) -> None:
+        """Re-embed every tool with `embedder` and/or rebuild the index as `index` (flat, hnsw, factory)."""
+        with self._write_lock():
+            if embedder is not None:
+                model = load_embedder(embedder) if isinstance(embedder, str) else embedder
+                rows = self.store.tools()
+                vectors = model.encode([t.text for t in rows.values()], progress=progress)
+                with self.store.transaction():
+                    for (rowid, tool), vector in zip(rows.items(), vectors):
+                        self.store.set_embedding(rowid, tool.text_hash, vector)
+                    self.store.set_meta("embedder", model.id)
+                    self.store.set_meta("dim", str(model.dim))
+                self._embedder = model
+            if index is not None:
+                factory = resolve_factory(index)
+                VectorIndex.build(factory, self.dim, np.zeros(0, np.int64), np.zeros((0, self.dim), np.float32), 0)
+                with self.store.transaction():
+                    self.store.set_meta("index_factory", factory)
+            self._rebuild_index()
+            self._write_manifest()
+
+    # -- the index ------------------------------------------------------------------------------
+    def _rebuild_index(self) -> VectorIndex:
+        """Build the index from one consistent snapshot of the store and save it."""
+        self.store.db.execute("BEGIN")
+        try:
+            generation = self.store.generation
+            ids, vectors = self.store.embeddings(self.dim)
+        finally:
+            self.store.db.execute("COMMIT")
+        self._index = VectorIndex.build(self.index_factory, self.dim, ids, vectors, generation)
+        self._index.save(self.path)
+        return self._index
+
+    def index(self) -> VectorIndex:
+        """The FAISS index at the store's current generation: in memory, from disk, or rebuilt."""
+        generation = self.store.generation
+        if self._index is not None and self._index.generation == generation:
+            return self._index
+        self._index = VectorIndex.load(self.path, self.index_factory, generation, len(self.store))
+        if self._index is None:
+            with self._write_lock():
+                self._index = VectorIndex.load(self.path, self.index_factory, self.store.generation, len(self.store))
+                if self._index is None:
+                    self._rebuild_index()
+        return self._index
+
+    def _bm25_index(self) -> BM25Index:
+        generation = self.store.generation
+        if self._bm25 is None or self._bm25[0] != generation:
+            tools = self.store.tools()
+            self._bm25 = (generation, BM25Index(list(tools), [t.text for t in tools.values()]))
+        return self._bm25[1]
+
+    # -- search ---------------------------------------------------------------------------------
+    def search(self, query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None,
+               tags: Sequence[str] = ()) -> list[SearchHit]:
+        """Rank tools for `query`.
+
+        Args:
+            query: What the agent needs to do, in words.
+            k: How many hits at most.
+            mode: `dense` (cosine of embeddings), `bm25` or `hybrid` (reciprocal rank fusion of both).
+            namespace: Only tools in this namespace.
+            tags: Only tools carrying all these tags.
+
+        Returns:
+            Hits, best first.
+        """
+        if mode not in MODES:
+            raise BankError(f"unknown search mode {mode!r}; expected one of {', '.join(MODES)}")
+        if not isinstance(query, str) or not query.strip():
+            raise BankError("the query is empty; say what the tool should do")
+        if k < 1:
+            raise BankError(f"k must be at least 1, got {k}")
+        allowed = self.store.ids_where(namespace, tags) if namespace is not None or tags else None
+        depth = max(k, HYBRID_DEPTH) if mode == "hybrid" else k
+        ranked: list[tuple[int, float]]
+        if mode in ("dense", "hybrid"):
+            scores, ids = self.dense_scores(query, depth, allowed)
+            ranked = list(zip(ids.tolist(), scores.tolist()))
+        if mode in ("bm25", "hybrid"):
+            scores, ids = self._bm25_index().search(query, depth, allowed)
+            bm25_ranked = list(zip(ids.tolist(), scores.tolist()))
+            ranked = bm25_ranked if mode == "bm25" else reciprocal_rank_fusion(
+                [i for i, _ in ranked], [i for i, _ in bm25_ranked])
+        ranked = ranked[:k]
+        tools = self.store.tools(i for i, _ in ranked)
+        return [SearchHit(tools[i], float(s)) for i, s in ranked if i in tools]
+
+    def dense_scores(self, query: str, k: int, allowed_ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (cosine scores, row ids) for `query`."""
+        vector = self.embedder.encode([query])[0]  # (dim,)
+        return self.index().search(vector, k, allowed_ids)
+
+    def vectors(self, names: Sequence[str]) -> np.ndarray:
+        """(len(names), dim) stored embeddings of the named tools; `KeyError` naming a missing one."""
+        blobs = self.store.embeddings_by_name(names)
+        missing = [n for n in names if n not in blobs]
+        if missing:
+            raise KeyError(f"no tool named {missing[0]!r} in bank {self.path}")
+        return np.stack([np.frombuffer(blobs[n], dtype=np.float32) for n in names]).reshape(len(names), self.dim)
+
+    def stats(self) -> dict:
+        """Counts and configuration, for `toolbank stats`."""
+        n = len(self)
+        files = {f: (self.path / f).stat().st_size for f in ("bank.sqlite", "index.faiss")
+                 if (self.path / f).exists()}
+        out = {"path": str(self.path), "tools": n, "namespaces": {k or "": v for k, v in self.store.namespaces().items()},
+               "embedder": self.embedder_id, "dim": self.dim, "index_factory": self.index_factory,
+               "generation": self.store.generation, "bytes": files}
+        if n > LARGE_BANK and "HNSW" not in self.index_factory:
+            out["hint"] = f"{n:,} tools: `toolbank reindex --index hnsw` makes dense search faster"
+        return out

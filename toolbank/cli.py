@@ -1,0 +1,254 @@
+"""`toolbank`: register, inspect and search the tools of a bank.
+
+    toolbank add tools.json                      # plain, OpenAI, Anthropic or MCP tools; JSON or JSONL
+    toolbank search "convert a pdf to text" -k 5 --mode hybrid
+    toolbank --bank ./mybank stats
+
+The bank is `--bank PATH`, else `$AUTOTOOL_BANK`, else `$AUTOTOOL_HOME/bank` (default ~/.cache/autotool).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from toolbank.tool import FORMATS
+
+MODES = ("dense", "bm25", "hybrid")  # toolbank.search.MODES, repeated so --help needs no numpy import
+
+
+def _user_errors(fn):
+    """Turn the library's errors into a `ClickException` (message, exit 1)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from toolbank.bank import BankError
+        from toolbank.embed import EmbedderError
+        from toolbank.index import IndexFactoryError
+        from toolbank.tool import ToolError
+
+        try:
+            return fn(*args, **kwargs)
+        except (BankError, EmbedderError, IndexFactoryError, ToolError) as e:
+            raise click.ClickException(str(e)) from None
+        except KeyError as e:
+            raise click.ClickException(e.args[0]) from None
+
+    return wrapper
+
+
+def _bank_path(ctx: click.Context) -> Path:
+    from toolbank.bank import default_bank_path
+
+    return Path(ctx.obj["bank"]) if ctx.obj["bank"] else default_bank_path()
+
+
+def _load(ctx: click.Context):
+    from toolbank.bank import ToolBank
+
+    return ToolBank.load(_bank_path(ctx))
+
+
+def _echo_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@click.group()
+@click.option("--bank", type=click.Path(file_okay=False), envvar="AUTOTOOL_BANK",
+              help="Bank folder. Default: $AUTOTOOL_BANK, else $AUTOTOOL_HOME/bank (~/.cache/autotool/bank).")
+@click.pass_context
+def main(ctx: click.Context, bank: str | None) -> None:
+    """Register, inspect and search the tools an agent can call."""
+    ctx.obj = {"bank": bank}
+
+
+@main.command()
+@click.option("--embedder", default="default", show_default=True,
+              help="'default' (all-MiniLM-L6-v2), a local sentence-transformers folder, or hash:DIM.")
+@click.option("--index", "index_factory", default="flat", show_default=True,
+              help="flat, hnsw, or a FAISS factory string.")
+@click.pass_context
+@_user_errors
+def init(ctx, embedder, index_factory):
+    """Create an empty bank (add creates one with the defaults when needed)."""
+    from toolbank.bank import ToolBank
+
+    bank = ToolBank.create(_bank_path(ctx), embedder, index_factory)
+    click.echo(f"created bank {bank.path} (embedder {bank.embedder_id}, dim {bank.dim}, index {bank.index_factory})")
+
+
+def _add(ctx, files, fmt, namespace, replace, skip_invalid, embedder):
+    from toolbank.bank import ToolBank
+    from toolbank.tool import load_file
+
+    tools, errors = [], []
+    for file in files:
+        file_tools, file_errors = load_file(file, fmt, namespace=namespace, skip_invalid=skip_invalid)
+        tools += file_tools
+        errors += file_errors
+    for error in errors:
+        click.echo(f"skipped: {error}", err=True)
+    if not tools:
+        raise click.ClickException("no valid tools to add; nothing was changed")
+    path = _bank_path(ctx)
+    if (path / "manifest.json").exists() and embedder:
+        raise click.ClickException(f"--embedder applies when creating a bank; {path} exists. "
+                                   "To re-embed it use `toolbank reindex --embedder ...`")
+    bank = ToolBank.open(path, embedder=embedder)
+    report = bank.add(tools, replace=replace, progress=len(tools) >= 64)
+    click.echo(f"{bank.path}: added {len(report.added)}, replaced {len(report.replaced)}, "
+               f"unchanged {len(report.unchanged)} ({report.embedded} texts embedded); {len(bank)} tools in all"
+               + (f"; skipped {len(errors)} invalid" if errors else ""))
+
+
+_add_options = [
+    click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False)),
+    click.option("--namespace", help="Put every tool in this namespace."),
+    click.option("--replace", is_flag=True, help="Overwrite tools whose name is already in the bank."),
+    click.option("--skip-invalid", is_flag=True,
+                 help="Add the valid tools and list the invalid ones, instead of adding none."),
+    click.option("--embedder", default=None, help="Embedder of a bank created by this command (see init)."),
+]
+
+
+def _with_add_options(fn):
+    for option in reversed(_add_options):
+        fn = option(fn)
+    return fn
+
+
+@main.command()
+@_with_add_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Format of every tool; detected per tool by default.")
+@click.pass_context
+@_user_errors
+def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
+    """Register the tools in FILES (JSON or JSONL: one tool, a list, or an MCP tools/list result).
+
+    All tools of all files go in one transaction: one invalid tool adds none (see --skip-invalid).
+    """
+    _add(ctx, files, fmt, namespace, replace, skip_invalid, embedder)
+
+
+@main.command("import")
+@_with_add_options
+@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "mcp"]), required=True,
+              help="Format of the tools in FILES.")
+@click.pass_context
+@_user_errors
+def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
+    """Register tools exported from OpenAI, Anthropic or an MCP server's tools/list."""
+    _add(ctx, files, fmt, namespace, replace, skip_invalid, embedder)
+
+
+@main.command()
+@click.argument("names", nargs=-1, required=True)
+@click.pass_context
+@_user_errors
+def remove(ctx, names):
+    """Remove tools by name (all or none)."""
+    bank = _load(ctx)
+    bank.remove(list(names))
+    click.echo(f"removed {len(names)}; {len(bank)} tools left")
+
+
+@main.command("list")
+@click.option("--namespace", help="Only tools in this namespace.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
+@click.pass_context
+@_user_errors
+def list_(ctx, namespace, as_json):
+    """List the tools in the bank."""
+    tools = [t for t in _load(ctx) if namespace is None or t.namespace == namespace]
+    if as_json:
+        _echo_json([t.to_dict() for t in tools])
+        return
+    for t in tools:
+        line = t.description.splitlines()[0] if t.description else ""
+        click.echo(f"{t.name}\t{(t.namespace or '')}\t{line[:100]}")
+
+
+@main.command()
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
+@click.pass_context
+@_user_errors
+def show(ctx, name, fmt, as_json):
+    """Show one tool: description, schema and the text that is embedded."""
+    tool = _load(ctx).get(name)
+    if as_json:
+        _echo_json(tool.to_dict(fmt))
+        return
+    click.echo(json.dumps(tool.to_dict(fmt), indent=2, ensure_ascii=False))
+    click.echo("\nembedded text:\n" + tool.text)
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", default=5, show_default=True, help="How many tools.")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
+              help="dense: embedding cosine; bm25: keywords; hybrid: reciprocal rank fusion of both.")
+@click.option("--namespace", help="Only tools in this namespace.")
+@click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
+@click.pass_context
+@_user_errors
+def search(ctx, query, k, mode, namespace, tags, as_json):
+    """Rank the bank's tools for QUERY."""
+    hits = _load(ctx).search(query, k=k, mode=mode, namespace=namespace, tags=tags)
+    if as_json:
+        _echo_json([{"name": h.name, "score": h.score, "tool": h.tool.to_dict()} for h in hits])
+        return
+    if not hits:
+        click.echo("no matching tools")
+    for rank, hit in enumerate(hits, 1):
+        click.echo(f"{rank:>2}. {hit.score:8.4f}  {hit.name}  {hit.tool.description.splitlines()[0][:90] if hit.tool.description else ''}")
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True)
+@click.option("--jsonl", is_flag=True, help="One tool per line instead of a JSON list.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (default stdout).")
+@click.pass_context
+@_user_errors
+def export(ctx, fmt, jsonl, output):
+    """Write every tool in the bank in FORMAT."""
+    from toolbank.tool import dump
+
+    text = dump(_load(ctx), fmt, jsonl=jsonl)
+    if output:
+        Path(output).write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
+@click.pass_context
+@_user_errors
+def stats(ctx, as_json):
+    """Counts, embedder, index type and file sizes."""
+    info = _load(ctx).stats()
+    if as_json:
+        _echo_json(info)
+        return
+    for key, value in info.items():
+        click.echo(f"{key:>14}: {value}")
+
+
+@main.command()
+@click.option("--embedder", help="Re-embed every tool with this embedder (default, a folder, or hash:DIM).")
+@click.option("--index", "index_factory", help="Rebuild the index as flat, hnsw or a FAISS factory string.")
+@click.pass_context
+@_user_errors
+def reindex(ctx, embedder, index_factory):
+    """Rebuild the index, optionally re-embedding with another embedder or switching index type."""
+    bank = _load(ctx)
+    bank.reindex(embedder=embedder, index=index_factory, progress=True)
+    click.echo(f"reindexed {len(bank)} tools (embedder {bank.embedder_id}, index {bank.index_factory})")

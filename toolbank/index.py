@@ -1,0 +1,95 @@
+"""The FAISS index: derived from the store, keyed by its row ids, rebuilt when missing, corrupt or stale.
+
+`index.faiss` is the index; `index.json` records the store generation it was built from. Both are
+written to a temporary file and renamed, the JSON last, so a reader sees a matching pair or rebuilds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+INDEX_ALIASES = {"flat": "IDMap2,Flat", "hnsw": "IDMap2,HNSW32"}
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128
+
+
+class IndexFactoryError(ValueError):
+    """An index factory string FAISS cannot build."""
+
+
+def resolve_factory(factory: str) -> str:
+    """`flat`/`hnsw` or a FAISS factory string -> a factory string that starts with `IDMap2,`."""
+    factory = INDEX_ALIASES.get(factory.lower(), factory)
+    return factory if factory.startswith("IDMap2,") else f"IDMap2,{factory}"
+
+
+class VectorIndex:
+    """Inner-product search over unit vectors, keyed by int64 ids."""
+
+    def __init__(self, index: faiss.Index, factory: str, generation: int):
+        self.index, self.factory, self.generation = index, factory, generation
+
+    @classmethod
+    def build(cls, factory: str, dim: int, ids: np.ndarray, vectors: np.ndarray, generation: int) -> "VectorIndex":
+        factory = resolve_factory(factory)
+        try:
+            index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as e:
+            raise IndexFactoryError(f"FAISS cannot build index {factory!r}: {str(e).strip().splitlines()[-1]}") from None
+        inner = faiss.downcast_index(faiss.downcast_index(index).index)
+        if isinstance(inner, faiss.IndexHNSW):
+            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+            inner.hnsw.efSearch = HNSW_EF_SEARCH
+        out = cls(index, factory, generation)
+        out.add(ids, vectors, generation)
+        return out
+
+    @property
+    def ntotal(self) -> int:
+        return self.index.ntotal
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray, generation: int) -> None:
+        if len(ids):
+            if not self.index.is_trained:
+                self.index.train(vectors)
+            self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), ids.astype(np.int64))
+        self.generation = generation
+
+    def search(self, query: np.ndarray, k: int, allowed_ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k (scores, ids) for one (dim,) query; ids of -1 (padding) are dropped."""
+        k = min(k, self.ntotal)
+        if k <= 0:
+            return np.zeros(0, np.float32), np.zeros(0, np.int64)
+        params = None
+        if allowed_ids is not None:
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(allowed_ids, dtype=np.int64)))
+        scores, ids = self.index.search(query.reshape(1, -1).astype(np.float32), k, params=params)
+        keep = ids[0] >= 0
+        return scores[0][keep], ids[0][keep]
+
+    def save(self, folder: Path) -> None:
+        tmp_index, tmp_meta = folder / f".index.faiss.{os.getpid()}", folder / f".index.json.{os.getpid()}"
+        faiss.write_index(self.index, str(tmp_index))
+        tmp_meta.write_text(json.dumps({"generation": self.generation, "factory": self.factory,
+                                        "ntotal": self.ntotal}))
+        os.replace(tmp_index, folder / "index.faiss")
+        os.replace(tmp_meta, folder / "index.json")
+
+    @classmethod
+    def load(cls, folder: Path, factory: str, generation: int, count: int) -> "VectorIndex | None":
+        """The saved index if it is present, readable and built from `generation` with `factory`; else None."""
+        try:
+            meta = json.loads((folder / "index.json").read_text())
+            if (meta.get("generation"), meta.get("factory"), meta.get("ntotal")) != (generation, factory, count):
+                return None
+            index = faiss.read_index(str(folder / "index.faiss"))
+        except (OSError, ValueError, RuntimeError):
+            return None
+        if index.ntotal != count:
+            return None
+        return cls(index, factory, generation)
