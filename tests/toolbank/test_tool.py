@@ -128,3 +128,8 @@ def test_tool_is_validated_on_construction():
     with pytest.raises(ToolError, match="name"):
         Tool("bad/name")
     assert json.loads(json.dumps(Tool("ok", "d", SCHEMA).to_dict("openai")))["function"]["name"] == "ok"
+
+
+def test_parameters_must_be_json():
+    with pytest.raises(ToolError, match="parameters.*not JSON-serialisable"):
+        Tool("t", "d", {"type": "object", "default": object()})
