@@ -321,7 +321,7 @@ class ToolBank:
 
     # -- search ---------------------------------------------------------------------------------
     def search(self, query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None,
-               tags: Sequence[str] = ()) -> list[SearchHit]:
+               tags: Sequence[str] = (), query_vector: np.ndarray | None = None) -> list[SearchHit]:
         """Rank tools for `query`.
 
         Args:
@@ -330,6 +330,8 @@ class ToolBank:
             mode: `dense` (cosine of embeddings), `bm25` or `hybrid` (reciprocal rank fusion of both).
             namespace: Only tools in this namespace.
             tags: Only tools carrying all these tags.
+            query_vector: (dim,) unit vector to use for the dense part instead of embedding `query`
+                (e.g. when queries were embedded in a batch).
 
         Returns:
             Hits, best first.
@@ -344,7 +346,8 @@ class ToolBank:
         depth = max(k, HYBRID_DEPTH) if mode == "hybrid" else k
         ranked: list[tuple[int, float]]
         if mode in ("dense", "hybrid"):
-            scores, ids = self.dense_scores(query, depth, allowed)
+            vector = self.embedder.encode([query])[0] if query_vector is None else query_vector  # (dim,)
+            scores, ids = self.index().search(vector, depth, allowed)
             ranked = list(zip(ids.tolist(), scores.tolist()))
         if mode in ("bm25", "hybrid"):
             scores, ids = self._bm25_index().search(query, depth, allowed)
@@ -354,11 +357,6 @@ class ToolBank:
         ranked = ranked[:k]
         tools = self.store.tools(i for i, _ in ranked)
         return [SearchHit(tools[i], float(s)) for i, s in ranked if i in tools]
-
-    def dense_scores(self, query: str, k: int, allowed_ids: list[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k (cosine scores, row ids) for `query`."""
-        vector = self.embedder.encode([query])[0]  # (dim,)
-        return self.index().search(vector, k, allowed_ids)
 
     def vectors(self, names: Sequence[str]) -> np.ndarray:
         """(len(names), dim) stored embeddings of the named tools; `KeyError` naming a missing one."""

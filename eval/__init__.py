@@ -1,0 +1,1 @@
+"""eval: held-out-tool evaluation of tool selection (`python -m eval --help`)."""

@@ -1,0 +1,68 @@
+"""Evaluate tool-selection methods on a benchmark's seen/unseen tool splits.
+
+    python -m eval --bench metatool --methods bm25,dense,hybrid --split seen-test,unseen-test \\
+        --limit 2000 --seed 0 --out runs/eval-metatool
+
+Writes results.json, results.md, results.png and steps.csv into --out.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from eval.benchmarks import QUERY_SPLITS
+
+
+@click.command(help=__doc__)
+@click.option("--bench", required=True, help="metatool, seal_tools, or a folder with tools.jsonl and queries.jsonl.")
+@click.option("--methods", default="bm25,dense,hybrid", show_default=True,
+              help="Comma-separated methods (see eval/methods.py).")
+@click.option("--split", "splits", default="seen-test,unseen-test", show_default=True,
+              help=f"Comma-separated query splits: {', '.join(QUERY_SPLITS)}.")
+@click.option("--limit", type=int, default=None, help="Sample at most this many queries per split (seeded).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tool split and of sampling.")
+@click.option("--single-tool", is_flag=True, help="Only queries with one gold tool.")
+@click.option("--embedder", default="default", show_default=True, help="Embedder of the evaluation bank.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Output folder (default runs/eval-BENCH-TIME).")
+def main(bench, methods, splits, limit, seed, single_tool, embedder, out):
+    from eval import report
+    from eval.benchmarks import BenchmarkError, load_benchmark, load_split
+    from eval.harness import EvalError, eval_bank, evaluate
+    from toolbank import BankError, EmbedderError
+
+    started = time.time()
+    try:
+        benchmark = load_benchmark(bench)
+        split = load_split(benchmark, seed)
+        names = [m.strip() for m in methods.split(",") if m.strip()]
+        split_names = [s.strip() for s in splits.split(",") if s.strip()]
+        for name in split_names:
+            split.query_ids(name)  # unknown split names fail before any work
+        from eval.methods import METHODS
+
+        unknown = [m for m in names if m not in METHODS]
+        if unknown:
+            raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
+        bank = eval_bank(benchmark, embedder)
+        results = {"bench": benchmark.name, "seed": seed, "limit": limit, "single_tool": single_tool,
+                   "n_tools": len(benchmark.tools), "embedder": bank.embedder_id,
+                   "command": "python -m eval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+                   "splits": [evaluate(benchmark, split, s, names, bank, limit, seed, single_tool) for s in split_names]}
+    except (BenchmarkError, EvalError, BankError, EmbedderError) as e:
+        raise click.ClickException(str(e)) from None
+    results["drop"] = report.drops(results["splits"])
+    results["wall_s"] = round(time.time() - started, 1)
+    out = Path(out or f"runs/eval-{benchmark.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+    report.write(results, out)
+    click.echo(report.markdown(results))
+    click.echo(f"wrote {out}/results.json, results.md, results.png, steps.csv ({results['wall_s']} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""Benchmarks (tools.jsonl + queries.jsonl), their seeded seen/unseen tool splits, and selection steps.
+
+A split is written to `<benchmark folder>/splits/seed<N>.json` the first time it is asked for and read
+back afterwards, so training and evaluation can never disagree about which tools are unseen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolbank import Tool, ToolError, load_file
+
+DATA = Path(__file__).parent / "data"
+VENDORED = ("metatool", "seal_tools")
+QUERY_SPLITS = ("train", "val", "seen-test", "unseen-test", "all")
+SPLIT_VERSION = 1
+
+
+class BenchmarkError(ValueError):
+    """A benchmark folder or split file is missing or inconsistent. The message names the file."""
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    gold_tools: tuple[str, ...]
+    calls: tuple[dict, ...] | None  # [{"tool": name, "args": {...}}, ...] in order, or None without arguments
+
+
+@dataclass(frozen=True)
+class Step:
+    """One selection step: pick `gold` for `query`, after the tools in `context` were already called."""
+
+    query: Query
+    index: int
+    gold: str
+    gold_args: dict | None
+    context: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.query.id}#{self.index}"
+
+
+@dataclass
+class Benchmark:
+    name: str
+    folder: Path
+    tools: list[Tool]
+    queries: list[Query]
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+
+def load_benchmark(name_or_path: str | Path) -> Benchmark:
+    """A vendored benchmark by name (`metatool`, `seal_tools`) or any folder in the same format."""
+    folder = DATA / str(name_or_path) if str(name_or_path) in VENDORED else Path(name_or_path)
+    if not folder.is_dir():
+        raise BenchmarkError(f"no benchmark {str(name_or_path)!r}: expected one of {', '.join(VENDORED)} or a folder "
+                             "holding tools.jsonl and queries.jsonl")
+    for file in ("tools.jsonl", "queries.jsonl"):
+        if not (folder / file).is_file():
+            raise BenchmarkError(f"{folder / file} is missing; a benchmark folder holds tools.jsonl and queries.jsonl")
+    try:
+        tools, _ = load_file(folder / "tools.jsonl", "plain")
+    except ToolError as e:
+        raise BenchmarkError(str(e)) from None
+    names = {t.name for t in tools}
+    queries = []
+    with open(folder / "queries.jsonl", encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{folder / 'queries.jsonl'} line {line_no}"
+            try:
+                row = json.loads(line)
+                gold, text, qid = tuple(row["gold_tools"]), row["query"], str(row["id"])
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise BenchmarkError(f"{where}: expected JSON with id, query and gold_tools ({e})") from None
+            missing = [n for n in gold if n not in names]
+            if missing or not gold:
+                raise BenchmarkError(f"{where}: gold tool {missing[0] if missing else '(none)'!r} is not in "
+                                     f"{folder / 'tools.jsonl'}")
+            calls = (row.get("gold_args") or {}).get("calls")
+            queries.append(Query(qid, text, gold, tuple(calls) if calls else None))
+    return Benchmark(folder.name, folder, tools, queries)
+
+
+def steps_of(query: Query) -> list[Step]:
+    """Step i's gold is call i's tool, with the earlier calls as context; without calls, gold tools in order."""
+    calls = query.calls or tuple({"tool": name, "args": None} for name in query.gold_tools)
+    return [Step(query, i, call["tool"], call.get("args"), tuple(c["tool"] for c in calls[:i]))
+            for i, call in enumerate(calls)]
+
+
+@dataclass
+class Split:
+    """Tools: `train` + `val` are seen (val tools never reach training inputs), `unseen` the rest."""
+
+    bench: str
+    seed: int
+    tools: dict[str, list[str]]  # train, val, unseen
+    queries: dict[str, list[str]]  # train, val, seen-test, unseen-test
+
+    @property
+    def seen_tools(self) -> set[str]:
+        return set(self.tools["train"]) | set(self.tools["val"])
+
+    @property
+    def unseen_tools(self) -> set[str]:
+        return set(self.tools["unseen"])
+
+    def query_ids(self, split: str) -> list[str] | None:
+        """Ids of a query split; None for `all`."""
+        if split not in QUERY_SPLITS:
+            raise BenchmarkError(f"unknown split {split!r}; expected one of {', '.join(QUERY_SPLITS)}")
+        return None if split == "all" else self.queries[split]
+
+
+def _tools_digest(bench: Benchmark) -> str:
+    return hashlib.sha256("\n".join(sorted(bench.tool_names)).encode()).hexdigest()[:16]
+
+
+def make_split(bench: Benchmark, seed: int = 0, seen_fraction: float = 0.34, val_fraction: float = 0.2,
+               test_fraction: float = 0.2) -> Split:
+    """Seeded split. Tools: `seen_fraction` seen, of which `val_fraction` are validation tools.
+
+    Queries: `unseen-test` has at least one unseen gold tool; `val` at least one validation tool and no
+    unseen one; the rest (all gold tools in train tools) go `test_fraction` to `seen-test`, others to `train`.
+    """
+    rng = random.Random(seed)
+    names = sorted(bench.tool_names)
+    rng.shuffle(names)
+    n_seen = round(seen_fraction * len(names))
+    n_val = round(val_fraction * n_seen)
+    tools = {"val": sorted(names[:n_val]), "train": sorted(names[n_val:n_seen]), "unseen": sorted(names[n_seen:])}
+    unseen, val = set(tools["unseen"]), set(tools["val"])
+    queries: dict[str, list[str]] = {"train": [], "val": [], "seen-test": [], "unseen-test": []}
+    in_train_tools = []
+    for q in bench.queries:
+        if unseen & set(q.gold_tools):
+            queries["unseen-test"].append(q.id)
+        elif val & set(q.gold_tools):
+            queries["val"].append(q.id)
+        else:
+            in_train_tools.append(q.id)
+    rng.shuffle(in_train_tools)
+    n_test = round(test_fraction * len(in_train_tools))
+    queries["seen-test"], queries["train"] = sorted(in_train_tools[:n_test]), sorted(in_train_tools[n_test:])
+    return Split(bench.name, seed, tools, queries)
+
+
+def load_split(bench: Benchmark, seed: int = 0) -> Split:
+    """The split of `bench` for `seed`: read from `<folder>/splits/seed<N>.json`, written there if absent."""
+    path = bench.folder / "splits" / f"seed{seed}.json"
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+            split = Split(data["bench"], data["seed"], data["tools"], data["queries"])
+        except (OSError, ValueError, KeyError) as e:
+            raise BenchmarkError(f"{path} is not a split file ({e}); delete it to make it again") from None
+        if data.get("tools_digest") != _tools_digest(bench):
+            raise BenchmarkError(f"{path} was made for another tool list than {bench.folder / 'tools.jsonl'}; "
+                                 "delete it to make the split again (and retrain on the new split)")
+        return split
+    split = make_split(bench, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"version": SPLIT_VERSION, "bench": split.bench, "seed": seed,
+                               "tools_digest": _tools_digest(bench), "tools": split.tools,
+                               "queries": split.queries}, indent=1) + "\n")
+    tmp.replace(path)
+    return split
+
+
+def select_queries(bench: Benchmark, split: Split, name: str, limit: int | None = None, seed: int = 0,
+                   single_tool: bool = False) -> list[Query]:
+    """The queries of split `name` (in file order), optionally single-tool only, sampled down to `limit`."""
+    ids = split.query_ids(name)
+    wanted = None if ids is None else set(ids)
+    queries = [q for q in bench.queries if (wanted is None or q.id in wanted)
+               and (not single_tool or len(q.gold_tools) == 1)]
+    if limit is not None and len(queries) > limit:
+        keep = set(random.Random(seed).sample(range(len(queries)), limit))
+        queries = [q for i, q in enumerate(queries) if i in keep]
+    return queries

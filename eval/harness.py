@@ -1,0 +1,100 @@
+"""Run selection methods over the steps of a benchmark split and aggregate metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from autotool.calls import schema_errors, toolrl_correctness
+from eval.benchmarks import Benchmark, Split, select_queries, steps_of
+from eval.methods import FILLS_ARGUMENTS, METHODS, EvalContext
+from eval.metrics import paired_bootstrap, percentile_ms, selection_metrics
+from toolbank import ToolBank, autotool_home
+
+SELECTION_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@5")
+PAIRED_METRICS = ("hit@1", "mrr@10")
+
+
+class EvalError(ValueError):
+    """Bad evaluation arguments (unknown method, ...). The message says what was expected."""
+
+
+def eval_bank(bench: Benchmark, embedder: str = "default", root: Path | None = None) -> ToolBank:
+    """A bank holding the whole catalog of `bench`, cached under `$AUTOTOOL_HOME/eval/banks/`.
+
+    Unseen tools compete with seen ones: every tool of the benchmark is in it. Reused across runs; only
+    new or changed tool texts are embedded.
+    """
+    from toolbank import load_embedder
+
+    model = load_embedder(embedder)
+    slug = hashlib.sha1(f"{bench.folder.resolve()}|{model.id}".encode()).hexdigest()[:8]
+    path = (root or autotool_home() / "eval" / "banks") / f"{bench.name}-{slug}"
+    bank = ToolBank.open(path, embedder=model)
+    bank.add(bench.tools, replace=True, progress=True)
+    extra = set(t.name for t in bank) - set(bench.tool_names)
+    if extra:
+        bank.remove(sorted(extra))
+    return bank
+
+
+def _call_metrics(step, prediction, schemas: dict[str, dict]) -> dict[str, float]:
+    """Schema validity, argument exact match and ToolRL R_correct of a predicted call against the step's gold."""
+    gold = [{"name": step.gold, "arguments": step.gold_args or {}}]
+    if prediction.call is None:
+        return {"schema_valid": 0.0, "args_exact": 0.0, "r_correct": toolrl_correctness(gold, None)["r_correct"]}
+    schema = schemas.get(prediction.call["name"], {})
+    return {"schema_valid": float(not schema_errors(prediction.call["arguments"], schema)),
+            "args_exact": float(prediction.call["name"] == step.gold
+                                and prediction.call["arguments"] == (step.gold_args or {})),
+            "r_correct": toolrl_correctness(gold, [prediction.call])["r_correct"]}
+
+
+def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str], bank: ToolBank,
+             limit: int | None = None, seed: int = 0, single_tool: bool = False, options: dict | None = None,
+             progress: bool = True) -> dict:
+    """Evaluate `methods` on the steps of one query split.
+
+    Returns:
+        {"split", "n_queries", "n", "methods": {name: {metric: mean, "p50_ms", "p95_ms"}}, "paired": [...],
+        "per_step": {name: {metric: [...]}}, "step_ids": [...]}.
+    """
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
+    queries = select_queries(bench, split, split_name, limit, seed, single_tool)
+    steps = [step for q in queries for step in steps_of(q)]
+    ctx = EvalContext(bench, bank, options or {})
+    schemas = {t.name: t.parameters for t in bench.tools}
+    result: dict = {"split": split_name, "n_queries": len(queries), "n": len(steps), "methods": {},
+                    "per_step": {}, "step_ids": [s.id for s in steps], "query_ids": [s.query.id for s in steps]}
+    for name in methods:
+        predict = METHODS[name](ctx)
+        rows, seconds = [], []
+        for step in tqdm(steps, desc=f"{split_name} {name}", disable=not progress, leave=False):
+            started = time.perf_counter()
+            prediction = predict(step)
+            seconds.append(time.perf_counter() - started)
+            row = selection_metrics(prediction.ranking, step.gold, prediction.scores)
+            row["format_error"] = float(prediction.format_error)
+            if name in FILLS_ARGUMENTS and step.gold_args is not None:
+                row.update(_call_metrics(step, prediction, schemas))
+            rows.append(row)
+        keys = sorted({k for row in rows for k in row})
+        per_step = {k: [row.get(k, np.nan) for row in rows] for k in keys}
+        summary = {k: float(np.nanmean(v)) if len(v) and not np.all(np.isnan(v)) else float("nan")
+                   for k, v in per_step.items()}
+        result["methods"][name] = {**summary, **percentile_ms(seconds)}
+        result["per_step"][name] = per_step
+    result["paired"] = [
+        {"a": a, "b": b, "metric": metric,
+         **paired_bootstrap(result["per_step"][a][metric], result["per_step"][b][metric], seed=seed,
+                            groups=result["query_ids"])}
+        for a, b in itertools.combinations(methods, 2) for metric in PAIRED_METRICS
+    ]
+    return result

@@ -1,0 +1,101 @@
+"""Write an evaluation: results.json, results.md (tables), results.png (grouped bars), steps.csv (per step)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+from eval.harness import SELECTION_METRICS
+from eval.methods import FILLS_ARGUMENTS
+
+CALL_METRICS = ("schema_valid", "args_exact", "r_correct", "format_error")
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def drops(splits: list[dict]) -> dict[str, dict[str, float]]:
+    """Per method, seen-test minus unseen-test for each selection metric (when both splits ran)."""
+    by_name = {s["split"]: s for s in splits}
+    if not {"seen-test", "unseen-test"} <= set(by_name):
+        return {}
+    seen, unseen = by_name["seen-test"]["methods"], by_name["unseen-test"]["methods"]
+    return {m: {k: seen[m][k] - unseen[m][k] for k in SELECTION_METRICS} for m in seen if m in unseen}
+
+
+def markdown(results: dict) -> str:
+    lines = [f"# {results['bench']}: tool selection", "",
+             f"Command: `{results['command']}`", "",
+             f"Split seed {results['seed']}; the whole catalog ({results['n_tools']} tools) is in the bank; "
+             f"multi-tool queries count one step per call.", ""]
+    for split in results["splits"]:
+        methods = split["methods"]
+        extra = CALL_METRICS if FILLS_ARGUMENTS & set(methods) else ()
+        lines += [f"## {split['split']}: {split['n_queries']} queries, {split['n']} steps", "",
+                  "| method | " + " | ".join(SELECTION_METRICS + extra) + " | p50 ms | p95 ms |",
+                  "|---|" + "---:|" * (len(SELECTION_METRICS) + len(extra) + 2)]
+        for name, m in methods.items():
+            cells = [_fmt(m.get(k, math.nan)) for k in SELECTION_METRICS + extra]
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {_fmt(m['p50_ms'], 1)} | {_fmt(m['p95_ms'], 1)} |")
+        if split["paired"]:
+            lines += ["", "Paired differences (A - B), 95% bootstrap interval over queries:", "",
+                      "| A | B | metric | mean | 95% CI |", "|---|---|---|---:|---|"]
+            for p in split["paired"]:
+                lines.append(f"| {p['a']} | {p['b']} | {p['metric']} | {p['mean']:+.3f} | "
+                             f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] |")
+        lines.append("")
+    if results.get("drop"):
+        lines += ["## seen-test minus unseen-test", "", "| method | " + " | ".join(SELECTION_METRICS) + " |",
+                  "|---|" + "---:|" * len(SELECTION_METRICS)]
+        for name, d in results["drop"].items():
+            lines.append(f"| {name} | " + " | ".join(f"{d[k]:+.3f}" for k in SELECTION_METRICS) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    splits = results["splits"]
+    fig, axes = plt.subplots(1, len(splits), figsize=(5.5 * len(splits), 4), squeeze=False, sharey=True)
+    for ax, split in zip(axes[0], splits):
+        names = list(split["methods"])
+        width = 0.8 / max(1, len(names))
+        x = np.arange(len(SELECTION_METRICS))
+        for i, name in enumerate(names):
+            values = [split["methods"][name][k] for k in SELECTION_METRICS]
+            bars = ax.bar(x + i * width - 0.4 + width / 2, values, width, label=name)
+            ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
+        ax.set_xticks(x, SELECTION_METRICS)
+        ax.set_ylim(0, 1.08)
+        ax.set_title(f"{results['bench']} {split['split']} ({split['n']} steps)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("score")
+    axes[0][-1].legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(results: dict, out: Path) -> None:
+    """Write results.json (no per-step arrays), steps.csv, results.md and results.png into `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "steps.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["split", "method", "step", "metric", "value"])
+        for split in results["splits"]:
+            for name, per_step in split["per_step"].items():
+                for metric, values in per_step.items():
+                    writer.writerows([split["split"], name, sid, metric, v] for sid, v in zip(split["step_ids"], values))
+    slim = {**results, "splits": [{k: v for k, v in s.items() if k not in ("per_step", "step_ids", "query_ids")}
+                                  for s in results["splits"]]}
+    (out / "results.json").write_text(json.dumps(slim, indent=2) + "\n")
+    (out / "results.md").write_text(markdown(results))
+    plot(results, out / "results.png")

@@ -1,0 +1,153 @@
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from eval.__main__ import main
+from eval.benchmarks import BenchmarkError, load_benchmark, load_split, make_split, select_queries, steps_of
+
+TOOLS = [
+    ("get_weather", "Current weather and temperature in a city"),
+    ("get_forecast", "Weather forecast for the coming days"),
+    ("pdf_to_text", "Convert a PDF document into plain text"),
+    ("send_email", "Send an email message to someone"),
+    ("translate", "Translate text into another language"),
+    ("stock_price", "Latest stock price of a company"),
+    ("news", "Top news headlines about a topic"),
+    ("calculator", "Evaluate a math expression"),
+    ("book_flight", "Book a flight between two airports"),
+    ("convert_currency", "Convert an amount between currencies"),
+]
+
+
+def write_bench(folder, queries_per_tool=6):
+    folder.mkdir()
+    with open(folder / "tools.jsonl", "w") as f:
+        for name, description in TOOLS:
+            params = {"type": "object", "properties": {"x": {"type": "string", "description": "input"}}}
+            f.write(json.dumps({"name": name, "description": description, "parameters": params}) + "\n")
+    with open(folder / "queries.jsonl", "w") as f:
+        n = 0
+        for name, description in TOOLS:
+            for i in range(queries_per_tool):
+                f.write(json.dumps({"id": f"q{n}", "query": f"{description.lower()} please, case {i}",
+                                    "gold_tools": [name], "gold_args": {"calls": [{"tool": name, "args": {"x": str(i)}}]}}) + "\n")
+                n += 1
+        calls = [{"tool": "get_weather", "args": {"x": "Oslo"}}, {"tool": "send_email", "args": {"x": "me"}}]
+        f.write(json.dumps({"id": "multi", "query": "weather in Oslo, then email it to me",
+                            "gold_tools": ["get_weather", "send_email"], "gold_args": {"calls": calls}}) + "\n")
+    return folder
+
+
+@pytest.fixture
+def bench_dir(tmp_path):
+    return write_bench(tmp_path / "tiny")
+
+
+def test_split_is_deterministic_disjoint_and_complete(bench_dir):
+    bench = load_benchmark(bench_dir)
+    a, b = make_split(bench, seed=0), make_split(bench, seed=0)
+    assert a.tools == b.tools and a.queries == b.queries
+    assert make_split(bench, seed=1).tools != a.tools
+    tools = a.tools
+    assert len(tools["train"]) + len(tools["val"]) == round(0.34 * 10) and len(tools["unseen"]) == 10 - 3
+    assert not (set(tools["train"]) & set(tools["val"])) and not (a.seen_tools & a.unseen_tools)
+    ids = [i for v in a.queries.values() for i in v]
+    assert sorted(ids) == sorted(q.id for q in bench.queries)  # every query in exactly one split
+    by_id = {q.id: q for q in bench.queries}
+    for qid in a.queries["train"] + a.queries["seen-test"]:
+        assert set(by_id[qid].gold_tools) <= set(tools["train"])  # no val or unseen tool reaches training
+    for qid in a.queries["unseen-test"]:
+        assert set(by_id[qid].gold_tools) & a.unseen_tools
+    for qid in a.queries["val"]:
+        assert set(by_id[qid].gold_tools) & set(tools["val"]) and not set(by_id[qid].gold_tools) & a.unseen_tools
+
+
+def test_split_file_is_written_and_reused(bench_dir):
+    bench = load_benchmark(bench_dir)
+    split = load_split(bench, seed=0)
+    path = bench_dir / "splits" / "seed0.json"
+    saved = json.loads(path.read_text())
+    saved["tools"]["unseen"] = saved["tools"]["unseen"][:1]  # a hand edit is what later runs get
+    path.write_text(json.dumps(saved))
+    assert load_split(bench, seed=0).tools["unseen"] == split.tools["unseen"][:1]
+    with open(bench_dir / "tools.jsonl", "a") as f:
+        f.write(json.dumps({"name": "new_tool", "description": "d", "parameters": {}}) + "\n")
+    with pytest.raises(BenchmarkError, match="another tool list"):
+        load_split(load_benchmark(bench_dir), seed=0)
+
+
+def test_steps_of_multi_tool_query(bench_dir):
+    query = next(q for q in load_benchmark(bench_dir).queries if q.id == "multi")
+    steps = steps_of(query)
+    assert [(s.gold, s.context, s.gold_args) for s in steps] == [
+        ("get_weather", (), {"x": "Oslo"}), ("send_email", ("get_weather",), {"x": "me"})]
+
+
+def test_select_queries(bench_dir):
+    bench = load_benchmark(bench_dir)
+    split = make_split(bench)
+    assert len(select_queries(bench, split, "all")) == 61
+    assert len(select_queries(bench, split, "all", single_tool=True)) == 60
+    sample = select_queries(bench, split, "all", limit=10, seed=4)
+    assert len(sample) == 10 and sample == select_queries(bench, split, "all", limit=10, seed=4)
+    with pytest.raises(BenchmarkError, match="unknown split 'test'"):
+        select_queries(bench, split, "test")
+
+
+def test_bad_benchmarks(tmp_path, bench_dir):
+    with pytest.raises(BenchmarkError, match="no benchmark '.*nowhere': expected one of metatool"):
+        load_benchmark(tmp_path / "nowhere")
+    (bench_dir / "queries.jsonl").write_text('{"id": "x", "query": "q", "gold_tools": ["ghost"]}\n')
+    with pytest.raises(BenchmarkError, match=r"queries.jsonl line 1: gold tool 'ghost' is not in"):
+        load_benchmark(bench_dir)
+    (bench_dir / "queries.jsonl").write_text('{"id": "x"}\n')
+    with pytest.raises(BenchmarkError, match="line 1: expected JSON with id, query and gold_tools"):
+        load_benchmark(bench_dir)
+    (bench_dir / "queries.jsonl").unlink()
+    with pytest.raises(BenchmarkError, match="queries.jsonl is missing"):
+        load_benchmark(bench_dir)
+
+
+def test_vendored_benchmarks_load():
+    for name, n_tools, n_queries in [("metatool", 199, 21029), ("seal_tools", 4076, 2054)]:
+        bench = load_benchmark(name)
+        assert (len(bench.tools), len(bench.queries)) == (n_tools, n_queries)
+
+
+@pytest.fixture
+def run_eval(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOTOOL_HOME", str(tmp_path / "home"))
+
+    def run(*args):
+        return CliRunner().invoke(main, [str(a) for a in args] + ["--embedder", "hash:64"])
+
+    return run
+
+
+def test_cli_writes_results(run_eval, bench_dir, tmp_path):
+    out = tmp_path / "out"
+    result = run_eval("--bench", bench_dir, "--methods", "bm25,dense,hybrid", "--split", "all,unseen-test",
+                      "--out", out)
+    assert result.exit_code == 0, result.output
+    results = json.loads((out / "results.json").read_text())
+    assert [s["split"] for s in results["splits"]] == ["all", "unseen-test"]
+    everything = results["splits"][0]
+    assert everything["n_queries"] == 61 and everything["n"] == 62
+    for name in ("bm25", "dense", "hybrid"):
+        m = everything["methods"][name]
+        assert 0 <= m["hit@1"] <= m["hit@5"] <= 1 and m["p50_ms"] <= m["p95_ms"]
+    assert everything["methods"]["bm25"]["hit@1"] > 0.5  # the queries repeat their tool's description
+    assert {(p["a"], p["b"]) for p in everything["paired"]} == {("bm25", "dense"), ("bm25", "hybrid"), ("dense", "hybrid")}
+    assert (out / "results.png").stat().st_size > 5000
+    assert "| bm25 |" in (out / "results.md").read_text()
+    assert len((out / "steps.csv").read_text().splitlines()) > 62 * 3
+
+
+def test_cli_errors(run_eval, bench_dir, tmp_path):
+    result = run_eval("--bench", bench_dir, "--methods", "bm25,oracle")
+    assert result.exit_code == 1 and "unknown method 'oracle'" in result.output
+    result = run_eval("--bench", tmp_path / "missing")
+    assert result.exit_code == 1 and "no benchmark" in result.output
+    result = run_eval("--bench", bench_dir, "--split", "seen")
+    assert result.exit_code == 1 and "unknown split 'seen'" in result.output
