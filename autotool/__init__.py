@@ -1,1 +1,13 @@
-"""autotool: select a tool for an LLM agent by anchoring a small policy's choice in the tool bank's embedding space."""
+"""autotool: select a tool for an LLM agent by anchoring a small policy's choice in the tool bank's embedding space.
+
+    from autotool import select_tool
+    selection = select_tool("Will it rain in Paris tomorrow?")
+    selection.tool.name, selection.probability, selection.rationale, selection.arguments
+"""
+
+from autotool.agent import Agent, Trajectory, tool_from_function
+from autotool.policy import AnchorHead, Policy, PolicyError
+from autotool.select import ArgumentError, Selection, select_tool
+
+__all__ = ["Agent", "AnchorHead", "ArgumentError", "Policy", "PolicyError", "Selection", "Trajectory",
+           "select_tool", "tool_from_function"]

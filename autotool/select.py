@@ -1,0 +1,157 @@
+"""`select_tool(query)`: the call agents use."""
+
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from autotool.calls import schema_errors
+from autotool.policy import Candidate, Policy
+from autotool.prompts import MAX_QUERY_CHARS, StepRecord, call_text, prompt, step_text, tool_card
+from toolbank import Tool, ToolBank, autotool_home, default_bank_path
+
+MODES = ("reason", "fast")
+RATIONALE_TOKENS = 32
+ARGUMENT_TOKENS = 96
+
+
+@dataclass
+class Selection:
+    """The policy's choice for one step.
+
+    Attributes:
+        tool: The chosen tool.
+        probability: Its probability under the selection distribution.
+        rationale: Why: the capability the policy says the step needs ("" in fast mode).
+        arguments: The filled arguments, valid against the tool's schema (None when not asked for).
+        candidates: The top-k tools with their probabilities, best first.
+    """
+
+    tool: Tool
+    probability: float
+    rationale: str
+    arguments: dict | None
+    candidates: list[tuple[Tool, float]] = field(default_factory=list)
+
+
+class ArgumentError(ValueError):
+    """The policy's arguments failed the tool's schema twice. `raw` holds its text, `selection` the choice."""
+
+    def __init__(self, message: str, raw: str, selection: Selection):
+        super().__init__(message)
+        self.raw, self.selection = raw, selection
+
+
+def default_policy_path() -> Path:
+    """`$AUTOTOOL_HOME/policy`: where a trained default policy is looked for."""
+    return autotool_home() / "policy"
+
+
+_default: dict[str, Policy] = {}
+
+
+def default_policy(bank: ToolBank) -> Policy:
+    """The trained policy at `default_policy_path()` or, with a warning, the untrained anchor."""
+    key = f"{bank.embedder_id}|{bank.dim}"
+    if key not in _default:
+        path = default_policy_path()
+        if (path / "manifest.json").exists():
+            _default[key] = Policy.load(path, bank)
+        else:
+            warnings.warn(f"no trained policy at {path}: using the untrained anchor (dense retrieval on the "
+                          "query; the rationale does not move the choice)", stacklevel=3)
+            _default[key] = Policy.create(bank)
+    return _default[key]
+
+
+def _clean_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise ValueError("the query is empty; say what the tool should do")
+    if len(query) > MAX_QUERY_CHARS:
+        warnings.warn(f"query of {len(query):,} characters truncated to {MAX_QUERY_CHARS:,}", stacklevel=3)
+        query = query[:MAX_QUERY_CHARS]
+    return query
+
+
+def _parse_arguments(text: str) -> dict:
+    """The JSON object at the start of `text` (the model writes it after `"arguments": `)."""
+    obj, _ = json.JSONDecoder().raw_decode(text.strip())
+    if not isinstance(obj, dict):
+        raise ValueError("arguments are not a JSON object")
+    return obj
+
+
+def fill_arguments(policy: Policy, before_call: str, tool: Tool) -> tuple[dict | None, str, list[str]]:
+    """Generate arguments after the call's prefix; returns (arguments or None, raw text, errors)."""
+    prefix = call_text(tool.name, {})[:-3]  # '{"name": "...", "arguments": '
+    raw = policy.generate(before_call + "<tool_call>" + prefix, ARGUMENT_TOKENS, ["</tool_call>"])
+    try:
+        arguments = _parse_arguments(raw)
+    except ValueError as e:
+        return None, raw, [f"not a JSON object: {e}"]
+    errors = schema_errors(arguments, tool.parameters)
+    return (arguments if not errors else None), raw, errors
+
+
+def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None = None, k: int = 5,
+                mode: str = "reason", context: Sequence[StepRecord] | None = None, arguments: bool = True,
+                namespace: str | None = None, sample: bool = False, top_k: int = 64) -> Selection:
+    """Choose a tool for `query`, say why, and fill its arguments.
+
+    Args:
+        query: The user's request.
+        bank: Tool bank (default: the bank at `$AUTOTOOL_BANK` / `$AUTOTOOL_HOME/bank`).
+        policy: Policy (default: the trained policy at `$AUTOTOOL_HOME/policy`, else the untrained anchor).
+        k: How many candidates to return.
+        mode: `reason` writes a rationale first; `fast` skips it (one forward pass, or none while untrained).
+        context: Earlier steps of the same task.
+        arguments: Fill and validate the arguments (after one failed try, a retry with the errors shown).
+        namespace: Only consider tools in this namespace.
+        sample: Sample the tool from the selection distribution instead of taking the most probable.
+        top_k: Candidates the distribution is computed over (the whole bank when smaller).
+
+    Raises:
+        ValueError: Empty query, unknown mode, or an empty bank.
+        ArgumentError: The arguments failed the tool's schema twice (the selection is attached).
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    query = _clean_query(query)
+    bank = ToolBank.load(default_bank_path()) if bank is None else bank
+    if len(bank) == 0:
+        raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
+    policy = default_policy(bank) if policy is None else policy
+    history = [step_text(s, tool_card(bank.get(s.tool))) for s in context or ()]
+    text = prompt(policy.tokenizer, query, history)
+    rationale = ""
+    if mode == "reason":
+        rationale = policy.generate(text, RATIONALE_TOKENS, ["</think>"]).strip()
+    text += f"{rationale}</think><tool_anchor>"
+    hidden = policy.hidden_at_end(text) if policy.head.uses_hidden else None
+    anchor = policy.anchor(bank, query, rationale, hidden)
+    candidates: list[Candidate] = policy.candidates(bank, anchor, query, max(top_k, k), namespace)
+    if not candidates:
+        raise ValueError(f"no tools in namespace {namespace!r} of bank {bank.path}")
+    if sample:
+        chosen = random.choices(candidates, weights=[c.probability for c in candidates])[0]
+    else:
+        chosen = candidates[int(np.argmax([c.probability for c in candidates]))]
+    selection = Selection(chosen.tool, chosen.probability, rationale, None,
+                          [(c.tool, c.probability) for c in candidates[:k]])
+    if arguments:
+        before_call = text + tool_card(chosen.tool)
+        filled, raw, errors = fill_arguments(policy, before_call, chosen.tool)
+        if filled is None:  # one retry, with the errors in context
+            retry = (before_call + "<tool_call>" + call_text(chosen.tool.name, {})[:-3] + raw + "</tool_call>"
+                     + f"<obs>invalid arguments: {'; '.join(errors)}</obs>")
+            filled, raw, errors = fill_arguments(policy, retry, chosen.tool)
+        if filled is None:
+            raise ArgumentError(f"arguments for {chosen.tool.name!r} failed twice: {'; '.join(errors)}", raw, selection)
+        selection.arguments = filled
+    return selection

@@ -1,0 +1,177 @@
+import json
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from helpers import ASSETS, weather_tools
+
+from autotool import Agent, ArgumentError, Policy, PolicyError, select_tool, tool_from_function
+from autotool.backbone import BackboneError, load_backbone
+from toolbank import HashEmbedder, Tool, ToolBank
+
+TINY = ASSETS / "tiny-llama"
+
+
+@pytest.fixture
+def policy(bank):
+    torch.manual_seed(0)
+    return Policy.create(bank, backbone=TINY)
+
+
+class ScriptedPolicy(Policy):
+    """A policy whose generations are scripted, to test the loop around the model deterministically."""
+
+    script: list[str]
+
+    def generate(self, text, max_new_tokens, stop, sample=False):
+        return self.script.pop(0)
+
+
+def scripted(policy, *texts):
+    policy.__class__ = ScriptedPolicy
+    policy.script = list(texts)
+    return policy
+
+
+QUERIES = ["weather forecast in Paris", "convert my PDF document to text", "send an email to Bob", "天气怎么样"]
+
+
+@pytest.mark.parametrize("mode", ["fast", "reason"])
+def test_untrained_policy_selects_like_dense_retrieval(bank, policy, mode):
+    for query in QUERIES:
+        selection = select_tool(query, bank, policy, k=4, mode=mode, arguments=False)
+        dense = bank.search(query, k=4, mode="dense")
+        assert [t.name for t, _ in selection.candidates] == [h.name for h in dense]
+        assert selection.tool.name == dense[0].name
+        assert isinstance(selection.rationale, str) and (mode == "reason" or selection.rationale == "")
+
+
+def test_selection_distribution_is_softmax_of_sharpness_times_cosine(bank, policy):
+    selection = select_tool("weather forecast", bank, policy, k=10, mode="fast", arguments=False)
+    probs = np.array([p for _, p in selection.candidates])
+    assert probs.sum() == pytest.approx(1.0, abs=1e-5)  # the bank (4 tools) is smaller than top-K
+    cosines = np.array([h.score for h in bank.search("weather forecast", k=10, mode="dense")])
+    g = float(policy.head.log_g.detach().exp())
+    expected = np.exp(2 * g * cosines) / np.exp(2 * g * cosines).sum()
+    np.testing.assert_allclose(probs, expected, rtol=1e-4)
+    assert selection.probability == pytest.approx(probs[0])
+
+
+def test_tool_added_after_the_policy_is_selectable(bank, policy):
+    bank.add([Tool("book_meeting_room", "Reserve a meeting room in the office for a time slot")])
+    selection = select_tool("reserve a meeting room for a time slot", bank, policy, mode="fast", arguments=False)
+    assert selection.tool.name == "book_meeting_room"
+
+
+def test_log_probability_of_a_choice_reaches_the_head(bank, policy):
+    tools = torch.from_numpy(bank.vectors([t.name for t in bank]))  # (4, dim)
+    query = torch.from_numpy(bank.embedder.encode(["weather forecast"]))  # (1, dim)
+    h = torch.randn(1, policy.head.W.in_features)
+    log_p = torch.log_softmax(policy.head.logits(policy.head(h, query), tools), dim=-1)[0, 1]
+    log_p.backward()
+    assert policy.head.W.weight.grad.abs().sum() > 0 and policy.head.log_g.grad is not None
+
+
+def test_arguments_are_validated_and_retried_once(bank, policy):
+    scripted(policy, '{"city": 5}}', '{"city": "Paris"}}')  # first fails the schema (city is a string)
+    selection = select_tool("weather in Paris now", bank, policy, mode="fast")
+    assert selection.tool.name == "get_weather" and selection.arguments == {"city": "Paris"}
+    scripted(policy, "not json", '{"town": "Paris"}}')  # both fail: 'city' is required
+    with pytest.raises(ArgumentError, match="failed twice.*city") as info:
+        select_tool("weather in Paris now", bank, policy, mode="fast")
+    assert info.value.raw == '{"town": "Paris"}}' and info.value.selection.tool.name == "get_weather"
+
+
+def test_bad_queries_and_banks(bank, policy, tmp_path):
+    with pytest.raises(ValueError, match="empty"):
+        select_tool("  ", bank, policy)
+    with pytest.raises(ValueError, match="unknown mode"):
+        select_tool("weather", bank, policy, mode="slow")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        selection = select_tool("weather forecast " * 7000, bank, policy, mode="fast", arguments=False)
+    assert any("truncated" in str(w.message) for w in caught) and selection.tool.name.startswith("get_")
+    empty = ToolBank.create(tmp_path / "empty", HashEmbedder(64))
+    with pytest.raises(ValueError, match="has no tools"):
+        select_tool("weather", empty, policy)
+    one = ToolBank.create(tmp_path / "one", HashEmbedder(64))
+    one.add([Tool("only_tool", "does one thing")])
+    selection = select_tool("anything at all", one, policy, mode="fast", arguments=False)
+    assert selection.tool.name == "only_tool" and selection.probability == pytest.approx(1.0)
+
+
+def test_save_load_round_trip(bank, policy, tmp_path):
+    torch.nn.init.normal_(policy.head.W.weight, std=0.1)
+    policy.head.b.data.fill_(0.3)
+    policy.save(tmp_path / "policy")
+    manifest = json.loads((tmp_path / "policy" / "manifest.json").read_text())
+    assert manifest["embedder"] == "hash:64" and manifest["dim"] == 64 and manifest["format_version"] == 1
+    assert not list((tmp_path / "policy").rglob("*.bin")) and not list((tmp_path / "policy").rglob("*.pt"))
+    loaded = Policy.load(tmp_path / "policy", bank)
+    text = "<|im_start|>user\nweather<|im_end|>\n<think>x</think><tool_anchor>"
+    h1, h2 = policy.hidden_at_end(text), loaded.hidden_at_end(text)
+    torch.testing.assert_close(h1, h2)
+    np.testing.assert_allclose(policy.anchor(bank, "weather", "rain", h1), loaded.anchor(bank, "weather", "rain", h2),
+                               atol=1e-6)
+    assert loaded.head.uses_hidden and loaded.trained
+
+
+def test_load_errors(bank, policy, tmp_path):
+    with pytest.raises(PolicyError, match="not a policy folder"):
+        Policy.load(tmp_path)
+    policy.save(tmp_path / "p")
+    other = ToolBank.create(tmp_path / "other", HashEmbedder(32))
+    with pytest.raises(PolicyError, match=r"hash:64 \(dim 64\), but bank .* uses hash:32 \(dim 32\)"):
+        Policy.load(tmp_path / "p", other)
+    manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    (tmp_path / "p" / "manifest.json").write_text(json.dumps({**manifest, "format_version": 7}))
+    with pytest.raises(PolicyError, match="'format_version' is 7"):
+        Policy.load(tmp_path / "p")
+
+
+def test_backbone_folder_that_is_not_a_model(tmp_path):
+    (tmp_path / "junk").mkdir()
+    with pytest.raises(BackboneError, match="not a Hugging Face model folder"):
+        load_backbone(tmp_path / "junk")
+
+
+def test_special_tokens_are_single_tokens():
+    model, tokenizer = load_backbone(TINY)
+    for token in ["<think>", "</think>", "<tool_anchor>", "<tool_call>", "</tool_call>", "<answer>"]:
+        assert len(tokenizer(token, add_special_tokens=False)["input_ids"]) == 1
+    assert model.get_input_embeddings().weight.shape[0] >= len(tokenizer)
+
+
+def test_pure_anchor_uses_the_hidden_state(bank):
+    torch.manual_seed(0)
+    pure = Policy.create(bank, backbone=TINY, anchor="pure")
+    assert pure.head.uses_hidden and float(pure.head.a) == 0.0
+    h = pure.hidden_at_end("<think>x</think><tool_anchor>")
+    anchor = pure.anchor(bank, "weather", "", h)
+    assert np.linalg.norm(anchor) == pytest.approx(1.0, abs=1e-5)
+    assert not np.allclose(anchor, bank.embedder.encode(["weather"])[0], atol=1e-3)
+
+
+def test_agent_registers_functions_and_runs_the_loop(bank, policy):
+    calls = []
+
+    def get_stock_price(ticker: str, exchange: str = "NYSE") -> str:
+        """Latest stock price of a company by its ticker symbol.
+
+        More text that is not part of the description."""
+        calls.append(ticker)
+        return f"{ticker}: 123.4"
+
+    tool = tool_from_function(get_stock_price)
+    assert tool.description == "Latest stock price of a company by its ticker symbol."
+    assert tool.parameters["required"] == ["ticker"] and tool.parameters["properties"]["exchange"] == {"type": "string"}
+    agent = Agent(bank, policy)
+    agent.register(get_stock_price)
+    assert bank.get("get_stock_price").namespace == "agent"
+    scripted(policy, "price of a stock", '{"ticker": "ACME"}}', "<answer>ACME trades at 123.4")  # generate() stops before </answer>
+    trajectory = agent.run("What does ACME stock cost?")
+    assert calls == ["ACME"] and trajectory.answer == "ACME trades at 123.4"
+    selection, observation = trajectory.steps[0]
+    assert selection.tool.name == "get_stock_price" and observation == "ACME: 123.4"
+    assert selection.rationale == "price of a stock"
