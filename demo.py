@@ -1,4 +1,4 @@
-"""The main job: build the default tool bank from the bundled catalogs and answer a few searches.
+"""The main job: build the default tool bank from the bundled catalogs, search it, and select tools with the policy.
 
     make run          # or: .venv/bin/python demo.py [--bank PATH]
 
@@ -7,9 +7,13 @@ run re-embeds nothing: tools whose text did not change are left as they are.
 """
 
 import argparse
+import json
 import time
+import warnings
 from pathlib import Path
 
+from autotool import ArgumentError, select_tool
+from autotool.select import default_policy
 from toolbank import Tool, ToolBank, default_bank_path, load_file
 
 CATALOGS = Path(__file__).parent / "eval" / "data"
@@ -58,6 +62,24 @@ def main() -> None:
             ms = (time.perf_counter() - started) * 1000
             print(f"  {mode:>6} ({ms:5.1f} ms): " + ", ".join(f"{h.name} {h.score:.3f}" for h in hits))
         print()
+
+    print("select_tool (reason mode): rationale, anchor, selection by distance, arguments")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        policy = default_policy(bank)
+    for w in caught:
+        print(f"  note: {w.message}")
+    for query in [QUERIES[0], QUERIES[3], "Book the 4th floor room for an hour at 3pm tomorrow"]:
+        started = time.perf_counter()
+        try:
+            selection, problem = select_tool(query, bank, policy, k=3), ""
+        except ArgumentError as e:
+            selection, problem = e.selection, f"invalid arguments ({e}); raw: {e.raw[:80]!r}"
+        print(f"> {query}  ({time.perf_counter() - started:.1f} s)")
+        print(f"  rationale: {selection.rationale!r}")
+        print(f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: "
+              + ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates))
+        print(f"  arguments: {json.dumps(selection.arguments) if selection.arguments is not None else problem}\n")
 
 
 if __name__ == "__main__":

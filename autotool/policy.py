@@ -161,7 +161,7 @@ class Policy:
     @torch.inference_mode()
     def hidden_at_end(self, text: str) -> torch.Tensor:
         """(hidden,) last-layer hidden state at the last token of `text` (the `<tool_anchor>`)."""
-        out = self.model(input_ids=self.encode(text), output_hidden_states=True)
+        out = self.model(input_ids=self.encode(text), output_hidden_states=True, logits_to_keep=1)
         return out.hidden_states[-1][0, -1]
 
     @torch.inference_mode()

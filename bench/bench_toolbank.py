@@ -127,7 +127,7 @@ def main() -> None:
     print(f"bulk add: {results['embed_tools_per_s']:.0f} tools/s; query embedding p50/p95 "
           f"{results['query_embedding_ms'][0]:.1f}/{results['query_embedding_ms'][1]:.1f} ms", flush=True)
 
-    embedder = CachedEmbedder(model, OUT / f"embeddings_{max(sizes)}.npz")
+    embedder = CachedEmbedder(model, OUT / "embeddings.npz")
     embedder.remember([t.text for t in tools])  # once; cached for later runs
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:

@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from helpers import ASSETS, weather_tools
+from helpers import ASSETS
 
 from autotool import Agent, ArgumentError, Policy, PolicyError, select_tool, tool_from_function
 from autotool.backbone import BackboneError, load_backbone

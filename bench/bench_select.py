@@ -1,0 +1,89 @@
+"""select_tool latency: fast and reason mode against dense search on the same bank, at 1k and 10k tools.
+
+    .venv/bin/python bench/bench_select.py [--sizes 1000,10000] [--queries 40]
+
+Run it alone. Banks are built from real tool texts (see bench_toolbank.py; embeddings cached in bench/out/).
+Rows: dense search; `fast` with the untrained policy (W = 0: no LM pass is needed, the anchor is the query
+embedding); `fast` with a non-zero W (as a trained policy: one LM forward pass); `reason` (a rationale of at
+most 32 new tokens, then the anchor); `reason` + arguments (up to 96 more tokens). Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_toolbank import OUT, CachedEmbedder, catalog, queries  # noqa: E402
+
+from autotool import ArgumentError, Policy, select_tool  # noqa: E402
+from toolbank import ToolBank, load_embedder  # noqa: E402
+
+
+def timed(fn, items) -> tuple[float, float]:
+    fn(items[0])  # warm
+    seconds = []
+    for item in items:
+        started = time.perf_counter()
+        fn(item)
+        seconds.append(time.perf_counter() - started)
+    ms = np.array(seconds) * 1000
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+
+
+def with_arguments(query, bank, policy):
+    try:
+        select_tool(query, bank, policy, mode="reason")
+    except ArgumentError:
+        pass  # an untrained backbone often writes invalid arguments; the time still counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--queries", type=int, default=40)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    OUT.mkdir(exist_ok=True)
+    tools = catalog(max(sizes))
+    embedder = CachedEmbedder(load_embedder(), OUT / "embeddings.npz")  # shared with bench_toolbank.py
+    embedder.remember([t.text for t in tools])
+    qs = queries(args.queries, seed=1)
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            bank = ToolBank.create(Path(tmp) / "bank", embedder)
+            bank.add(tools[:n])
+            torch.manual_seed(0)
+            untrained = Policy.create(bank)
+            shaped = Policy.create(bank)
+            torch.nn.init.normal_(shaped.head.W.weight, std=0.01)
+            rows.append((n, "dense search (k=5)", *timed(lambda q: bank.search(q, k=5, mode="dense"), qs)))
+            rows.append((n, "select_tool fast, untrained (W = 0)",
+                         *timed(lambda q: select_tool(q, bank, untrained, mode="fast", arguments=False), qs)))
+            rows.append((n, "select_tool fast, W != 0 (LM forward)",
+                         *timed(lambda q: select_tool(q, bank, shaped, mode="fast", arguments=False), qs)))
+            rows.append((n, "select_tool reason (<= 32 rationale tokens)",
+                         *timed(lambda q: select_tool(q, bank, shaped, mode="reason", arguments=False), qs)))
+            rows.append((n, "select_tool reason + arguments",
+                         *timed(lambda q: with_arguments(q, bank, shaped), qs[: max(5, len(qs) // 4)])))
+            print(f"{n:,} tools done", flush=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    (OUT / "select.json").write_text(json.dumps({"rows": rows, "peak_rss_mib": peak}, indent=2))
+    print("\n| tools | call | p50 ms | p95 ms |\n|---:|---|---:|---:|")
+    for n, what, p50, p95 in rows:
+        print(f"| {n:,} | {what} | {p50:.1f} | {p95:.1f} |")
+    print(f"\npeak RSS {peak:.0f} MiB; torch threads {torch.get_num_threads()}")
+
+
+if __name__ == "__main__":
+    main()
