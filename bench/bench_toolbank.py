@@ -164,7 +164,7 @@ def main() -> None:
                 rows.append((n, "FAISS HNSW32 only (no embedding)", *entry["hnsw_index_only"]))
                 rows.append((n, "dense (HNSW32)", *entry["dense_hnsw"]))
             results["sizes"][n] = entry
-            print(f"{n:,} tools done", flush=True)
+            print(f"{n:,} tools done: " + json.dumps(entry), flush=True)
 
     results["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (OUT / "toolbank.json").write_text(json.dumps(results, indent=2))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +115,12 @@ class ToolBank:
         if version != FORMAT_VERSION:
             raise BankError(f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this toolbank "
                             f"reads version {FORMAT_VERSION}")
-        bank = cls(path, Store(path / "bank.sqlite"))
+        try:
+            bank = cls(path, Store(path / "bank.sqlite"))
+            bank.dim  # reads the store's metadata
+        except (sqlite3.DatabaseError, TypeError) as e:
+            raise BankError(f"{path / 'bank.sqlite'} is damaged or not a bank database ({e}); restore it from a "
+                            "backup, or export what you can and build a new bank") from None
         if embedder is not None:
             model = load_embedder(embedder) if isinstance(embedder, str) else embedder
             if (model.id, model.dim) != (bank.embedder_id, bank.dim):

@@ -133,6 +133,13 @@ def test_not_a_bank(tmp_path):
         ToolBank.create(tmp_path / "stuff", HashEmbedder(8))
 
 
+def test_damaged_database(bank):
+    bank.close()
+    (bank.path / "bank.sqlite").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(BankError, match="bank.sqlite is damaged or not a bank database"):
+        ToolBank.load(bank.path)
+
+
 def test_unknown_format_version(bank):
     manifest = json.loads((bank.path / "manifest.json").read_text())
     (bank.path / "manifest.json").write_text(json.dumps({**manifest, "format_version": 99}))
