@@ -18,12 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_toolbank import OUT, CachedEmbedder, catalog, queries  # noqa: E402
+from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries  # noqa: E402
 
 from autotool import ArgumentError, Policy, select_tool  # noqa: E402
 from toolbank import ToolBank, load_embedder  # noqa: E402
@@ -36,8 +35,7 @@ def timed(fn, items) -> tuple[float, float]:
         started = time.perf_counter()
         fn(item)
         seconds.append(time.perf_counter() - started)
-    ms = np.array(seconds) * 1000
-    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+    return percentiles(seconds)
 
 
 def with_arguments(query, bank, policy):
