@@ -41,6 +41,11 @@ def call_text(name: str, arguments: dict) -> str:
     return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
 
 
+def call_prefix(name: str) -> str:
+    """`{"name": "NAME", "arguments": `: the start of a call, which the model continues with the arguments."""
+    return call_text(name, {})[:-3]
+
+
 def step_text(step: StepRecord, card: str) -> str:
     return (f"<think>{step.rationale}</think><tool_anchor>{card}<tool_call>{call_text(step.tool, step.arguments)}"
             f"</tool_call><obs>{step.observation}</obs>")

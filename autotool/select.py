@@ -13,7 +13,7 @@ import numpy as np
 
 from autotool.calls import schema_errors
 from autotool.policy import Candidate, Policy
-from autotool.prompts import MAX_QUERY_CHARS, StepRecord, call_text, prompt, step_text, tool_card
+from autotool.prompts import MAX_QUERY_CHARS, StepRecord, call_prefix, prompt, step_text, tool_card
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
 
 MODES = ("reason", "fast")
@@ -89,8 +89,7 @@ def _parse_arguments(text: str) -> dict:
 
 def fill_arguments(policy: Policy, before_call: str, tool: Tool) -> tuple[dict | None, str, list[str]]:
     """Generate arguments after the call's prefix; returns (arguments or None, raw text, errors)."""
-    prefix = call_text(tool.name, {})[:-3]  # '{"name": "...", "arguments": '
-    raw = policy.generate(before_call + "<tool_call>" + prefix, ARGUMENT_TOKENS, ["</tool_call>"])
+    raw = policy.generate(before_call + "<tool_call>" + call_prefix(tool.name), ARGUMENT_TOKENS, ["</tool_call>"])
     try:
         arguments = _parse_arguments(raw)
     except ValueError as e:
@@ -148,7 +147,7 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
         before_call = text + tool_card(chosen.tool)
         filled, raw, errors = fill_arguments(policy, before_call, chosen.tool)
         if filled is None:  # one retry, with the errors in context
-            retry = (before_call + "<tool_call>" + call_text(chosen.tool.name, {})[:-3] + raw + "</tool_call>"
+            retry = (before_call + "<tool_call>" + call_prefix(chosen.tool.name) + raw + "</tool_call>"
                      + f"<obs>invalid arguments: {'; '.join(errors)}</obs>")
             filled, raw, errors = fill_arguments(policy, retry, chosen.tool)
         if filled is None:

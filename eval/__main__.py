@@ -33,7 +33,7 @@ from eval.benchmarks import QUERY_SPLITS
 def main(bench, methods, splits, limit, seed, single_tool, embedder, out):
     from eval import report
     from eval.benchmarks import BenchmarkError, load_benchmark, load_split
-    from eval.harness import EvalError, eval_bank, evaluate
+    from eval.harness import EvalError, check_methods, eval_bank, evaluate
     from toolbank import BankError, EmbedderError
 
     started = time.time()
@@ -44,11 +44,7 @@ def main(bench, methods, splits, limit, seed, single_tool, embedder, out):
         split_names = [s.strip() for s in splits.split(",") if s.strip()]
         for name in split_names:
             split.query_ids(name)  # unknown split names fail before any work
-        from eval.methods import METHODS
-
-        unknown = [m for m in names if m not in METHODS]
-        if unknown:
-            raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
+        check_methods(names)  # before the bank is built
         bank = eval_bank(benchmark, embedder)
         results = {"bench": benchmark.name, "seed": seed, "limit": limit, "single_tool": single_tool,
                    "n_tools": len(benchmark.tools), "embedder": bank.embedder_id,

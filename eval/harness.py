@@ -24,6 +24,13 @@ class EvalError(ValueError):
     """Bad evaluation arguments (unknown method, ...). The message says what was expected."""
 
 
+def check_methods(methods: list[str]) -> None:
+    """`EvalError` naming the first method that is not registered."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
+
+
 def eval_bank(bench: Benchmark, embedder: str = "default", root: Path | None = None) -> ToolBank:
     """A bank holding the whole catalog of `bench`, cached under `$AUTOTOOL_HOME/eval/banks/`.
 
@@ -64,9 +71,7 @@ def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str]
         {"split", "n_queries", "n", "methods": {name: {metric: mean, "p50_ms", "p95_ms"}}, "paired": [...],
         "per_step": {name: {metric: [...]}}, "step_ids": [...]}.
     """
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
+    check_methods(methods)
     queries = select_queries(bench, split, split_name, limit, seed, single_tool)
     steps = [step for q in queries for step in steps_of(q)]
     ctx = EvalContext(bench, bank, options or {})
