@@ -13,6 +13,8 @@ import os
 import shutil
 from pathlib import Path
 
+import torch
+
 from toolbank import autotool_home
 
 log = logging.getLogger(__name__)
@@ -27,8 +29,11 @@ class BackboneError(ValueError):
 
 
 def default_backbone_folder() -> Path:
-    """`$AUTOTOOL_HOME/models/SmolLM2-135M-Instruct`: the converted default backbone."""
-    return autotool_home() / "models" / "SmolLM2-135M-Instruct"
+    """`$AUTOTOOL_HOME/models/SmolLM2-135M-Instruct-v2`: the converted default backbone.
+
+    v2: the special tokens' embeddings are the mean of their text's subword embeddings (v1 drew them at random).
+    """
+    return autotool_home() / "models" / "SmolLM2-135M-Instruct-v2"
 
 
 def gguf_folder() -> Path:
@@ -40,14 +45,23 @@ def gguf_folder() -> Path:
 
 
 def add_special_tokens(model, tokenizer) -> None:
-    """Add the protocol's tokens (once) and resize the embeddings to match."""
+    """Add the protocol's tokens (once) and resize the embeddings to match.
+
+    A new token's embedding starts as the mean embedding of the subword tokens of its text (`</think>` from
+    `</`, `think`, `>`): deterministic, and near what the model already reads there.
+    """
     missing = [t for t in SPECIAL_TOKENS if t not in tokenizer.get_vocab()]
+    pieces = {t: tokenizer(t, add_special_tokens=False)["input_ids"] for t in missing}
     if missing:
         tokenizer.add_special_tokens({"additional_special_tokens": missing})
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if model.get_input_embeddings().weight.shape[0] < len(tokenizer):
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        weight = model.get_input_embeddings().weight
+        with torch.no_grad():
+            for token, ids in pieces.items():
+                weight[tokenizer.convert_tokens_to_ids(token)] = weight[ids].mean(0)
 
 
 def convert_default_backbone(target: Path | None = None) -> Path:

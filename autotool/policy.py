@@ -1,7 +1,8 @@
 """The policy: a causal LM with LoRA, and an anchor head that maps it into the tool bank's embedding space.
 
 Anchor (residual form, the default): `e' = normalize(W h + a E(query) + b E(rationale))`, h the LM's last
-hidden state at `<tool_anchor>`, E the bank's embedder; W starts at zero, a at 1, b at 0, so an untrained
+hidden state at `<tool_anchor>` scaled to unit length (its raw norm is in the hundreds, and would swamp the
+unit embeddings after a few steps), E the bank's embedder; W starts at zero, a at 1, b at 0, so an untrained
 policy selects exactly like dense retrieval on the query. Pure form (`e' = normalize(W h)`, as in AutoTool):
 `anchor="pure"`.
 
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from autotool.backbone import DEFAULT_BACKBONE, load_backbone
+from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, load_backbone
 from toolbank import Tool, ToolBank
 
 FORMAT_VERSION = 1
@@ -67,7 +68,7 @@ class AnchorHead(nn.Module):
         """(batch, dim) unit anchors from h (batch, hidden) or None, query and rationale (batch, dim) embeddings."""
         out = self.a * query
         if h is not None:
-            out = out + self.W(h.to(self.W.weight.dtype))
+            out = out + self.W(nn.functional.normalize(h.to(self.W.weight.dtype), dim=-1))
         if rationale is not None:
             out = out + self.b * rationale
         return nn.functional.normalize(out, dim=-1)
@@ -101,8 +102,11 @@ class Policy:
         from peft import LoraConfig, get_peft_model
 
         model, tokenizer = load_backbone(backbone)
+        # The protocol's tokens are new to the backbone: their embedding rows train with the adapters.
+        special = tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS)
         model = get_peft_model(model, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0,
-                                                 target_modules=LORA_TARGETS, task_type="CAUSAL_LM"))
+                                                 target_modules=LORA_TARGETS, task_type="CAUSAL_LM",
+                                                 trainable_token_indices={"embed_tokens": special}))
         model.eval()
         head = AnchorHead(model.config.hidden_size, bank.dim, anchor)
         backbone_id = DEFAULT_BACKBONE if backbone in (None, "default") else str(backbone)
@@ -116,7 +120,8 @@ class Policy:
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        self.model.save_pretrained(tmp / "adapter", safe_serialization=True)
+        # The special tokens' rows are in the adapter; the rest of the embedding matrix is the backbone's.
+        self.model.save_pretrained(tmp / "adapter", safe_serialization=True, save_embedding_layers=False)
         save_file({k: v.detach().contiguous() for k, v in self.head.state_dict().items()},
                   tmp / "anchor_head.safetensors")
         manifest = {"format_version": FORMAT_VERSION, "backbone": self.backbone, "embedder": self.embedder,
@@ -127,8 +132,11 @@ class Policy:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: str | Path, bank: ToolBank | None = None) -> "Policy":
-        """Load a policy folder (safetensors only); with `bank`, check it shares the bank's embedder."""
+    def load(cls, path: str | Path, bank: ToolBank | None = None, trainable: bool = False) -> "Policy":
+        """Load a policy folder (safetensors only); with `bank`, check it shares the bank's embedder.
+
+        `trainable=True` leaves the adapter's parameters trainable (to resume or continue training).
+        """
         from peft import PeftModel
         from safetensors.torch import load_file
 
@@ -146,7 +154,7 @@ class Policy:
         if not (path / "anchor_head.safetensors").is_file():
             raise PolicyError(f"{path / 'anchor_head.safetensors'} is missing")
         model, tokenizer = load_backbone(None if manifest["backbone"] == DEFAULT_BACKBONE else manifest["backbone"])
-        model = PeftModel.from_pretrained(model, path / "adapter")
+        model = PeftModel.from_pretrained(model, path / "adapter", is_trainable=trainable)
         model.eval()
         head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
         head.load_state_dict(load_file(path / "anchor_head.safetensors"))

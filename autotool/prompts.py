@@ -13,12 +13,9 @@ from typing import Sequence
 
 from toolbank import Tool
 
-SYSTEM = (
-    "You choose tools for a user's request. For each step, first write <think> the capability the step needs, "
-    "in the words a tool description would use </think>, then <tool_anchor>. The chosen tool's card follows. "
-    'Then write <tool_call>{"name": ..., "arguments": {...}}</tool_call> with arguments that fit its schema. '
-    "After the result in <obs>, write the next step or <answer>...</answer>."
-)
+# Short on purpose: it is read (and, in training, back-propagated through) at every step.
+SYSTEM = ("Pick a tool. Write <think>the capability needed</think><tool_anchor>; a tool card follows; "
+          'then <tool_call>{"name": ..., "arguments": {...}}</tool_call>.')
 MAX_QUERY_CHARS = 4000
 
 
