@@ -51,7 +51,10 @@ def eval_bank(bench: Benchmark, embedder: str = "default", root: Path | None = N
 
 
 def _call_metrics(step, prediction, schemas: dict[str, dict]) -> dict[str, float]:
-    """Schema validity, argument exact match and ToolRL R_correct of a predicted call against the step's gold."""
+    """Schema validity, argument exact match and ToolRL R_correct of a predicted call against the step's gold.
+
+    A step without gold arguments (MetaTool: every tool takes none) has the gold call `{name, arguments: {}}`.
+    """
     gold = [{"name": step.gold, "arguments": step.gold_args or {}}]
     if prediction.call is None:
         return {"schema_valid": 0.0, "args_exact": 0.0, "r_correct": toolrl_correctness(gold, None)["r_correct"]}
@@ -80,14 +83,16 @@ def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str]
                     "per_step": {}, "step_ids": [s.id for s in steps], "query_ids": [s.query.id for s in steps]}
     for name in methods:
         predict = METHODS[name](ctx)
+        if hasattr(predict, "prepare"):  # methods that work in batches write all steps first
+            predict.prepare(steps)
         rows, seconds = [], []
         for step in tqdm(steps, desc=f"{split_name} {name}", disable=not progress, leave=False):
             started = time.perf_counter()
             prediction = predict(step)
-            seconds.append(time.perf_counter() - started)
+            seconds.append(prediction.extra.get("seconds", time.perf_counter() - started))
             row = selection_metrics(prediction.ranking, step.gold, prediction.scores)
             row["format_error"] = float(prediction.format_error)
-            if name in FILLS_ARGUMENTS and step.gold_args is not None:
+            if name in FILLS_ARGUMENTS:
                 row.update(_call_metrics(step, prediction, schemas))
             rows.append(row)
         keys = sorted({k for row in rows for k in row})

@@ -66,3 +66,67 @@ def _retrieval(mode: str) -> MethodFactory:
 register("bm25")(_retrieval("bm25"))
 register("dense")(_retrieval("dense"))
 register("hybrid")(_retrieval("hybrid"))
+
+
+@register("policy", fills_arguments=True)
+def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
+    """The autotool policy: greedy rationale, the most probable tool over the whole bank, greedy call.
+
+    Options: `policy` (a `Policy`, or a policy folder; default the default policy), `policy_mode`
+    (`reason` or `fast`), `batch_size`, `rationale_tokens`, `call_tokens` (the most new tokens of each). Steps are written in batches by `prepare` (the harness calls it
+    with all steps first), so each step's latency is its batch's time divided by the batch size.
+    """
+    from autotool.policy import Policy
+    from autotool.prompts import StepRecord, step_text, tool_card
+    from autotool.rollout import CALL_TOKENS, RATIONALE_TOKENS, StepInput, ToolTable, rollout
+    from autotool.select import default_policy
+
+    policy = ctx.options.get("policy")
+    if policy is None:
+        policy = default_policy(ctx.bank)
+    elif not isinstance(policy, Policy):
+        policy = Policy.load(policy, ctx.bank)
+    mode, batch_size = ctx.options.get("policy_mode", "reason"), int(ctx.options.get("batch_size", 16))
+    lengths = {"rationale_tokens": int(ctx.options.get("rationale_tokens", RATIONALE_TOKENS)),
+               "call_tokens": int(ctx.options.get("call_tokens", CALL_TOKENS))}
+    table = ToolTable.from_bank(ctx.bank)
+    cache: dict[str, tuple[Prediction, float]] = {}
+
+    def step_input(step: Step) -> StepInput:
+        earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
+        if not step.query.calls:
+            earlier = [StepRecord("", name, {}) for name in step.context]
+        return StepInput(step.query.text, tuple(step_text(r, tool_card(ctx.bank.get(r.tool))) for r in earlier),
+                         step.context)
+
+    def prepare(steps: list[Step]) -> None:
+        import time
+
+        for start in range(0, len(steps), batch_size):
+            batch = steps[start:start + batch_size]
+            began = time.perf_counter()
+            written = rollout(policy, table, [step_input(s) for s in batch], sample=False, mode=mode, **lengths)
+            seconds = (time.perf_counter() - began) / len(batch)
+            for step, (r,) in zip(batch, written):
+                cache[step.id] = (Prediction([table.tools[t].name for t, _ in r.ranking], [p for _, p in r.ranking],
+                                             r.call, not r.format_ok, {"rationale": r.rationale}), seconds)
+
+    def predict(step: Step) -> Prediction:
+        if step.id not in cache:
+            prepare([step])
+        prediction, seconds = cache[step.id]
+        prediction.extra["seconds"] = seconds
+        return prediction
+
+    predict.prepare = prepare
+    return predict
+
+
+def register_policy(name: str, path: str, mode: str | None = None) -> None:
+    """Evaluate the policy folder `path` as method `name` (several policies can then be compared in one run)."""
+
+    def factory(ctx: EvalContext) -> Callable[[Step], Prediction]:
+        options = {**ctx.options, "policy": path, **({"policy_mode": mode} if mode else {})}
+        return policy_method(EvalContext(ctx.bench, ctx.bank, options))
+
+    register(name, fills_arguments=True)(factory)

@@ -1,0 +1,294 @@
+"""Rollouts: selection steps written by the policy, batched, with the token bookkeeping training needs.
+
+One step's token sequence, and who writes each part:
+```
+prompt (system, query, earlier steps, "<think>")                    given
+rationale "... </think>"                                            policy (sampled or greedy)
+["</think>" if the policy did not close it] "<tool_anchor>" card     inserted; the tool is drawn from
+                                                                    p(t | e'), e' from the hidden state at <tool_anchor>
+'<tool_call>{"name": ..., "arguments": {...}}</tool_call>'          policy
+```
+The actions of a step are the rationale tokens, the tool choice and the call tokens: `logprobs` scores all
+three under the current parameters, which is what SFT, GRPO and the Plackett-Luce loss are built on.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from autotool.calls import CallError, parse_call
+from autotool.policy import Policy
+from autotool.prompts import prompt, tool_card
+from toolbank import Tool, ToolBank
+
+RATIONALE_TOKENS = 32
+CALL_TOKENS = 64
+
+
+@dataclass
+class ToolTable:
+    """The tools a policy chooses among, with their embeddings (the bank's, frozen) and the bank's embedder."""
+
+    tools: list[Tool]
+    vectors: torch.Tensor  # (n, dim), unit rows
+    embedder: object
+
+    @classmethod
+    def from_bank(cls, bank: ToolBank, names: Sequence[str] | None = None) -> "ToolTable":
+        names = sorted(t.name for t in bank) if names is None else list(names)
+        return cls([bank.get(n) for n in names], torch.from_numpy(np.ascontiguousarray(bank.vectors(names))),
+                   bank.embedder)
+
+    def __post_init__(self):
+        self.index = {t.name: i for i, t in enumerate(self.tools)}
+        self.cards = [tool_card(t) for t in self.tools]
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+
+@dataclass
+class StepInput:
+    """Where a step starts: the request, the texts of the earlier steps, and tools it may not choose again."""
+
+    query: str
+    context: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass
+class Rollout:
+    """One written step. Token lists are ids; `tool` indexes the `ToolTable` it was drawn from."""
+
+    input: StepInput
+    prompt_ids: list[int]
+    rationale_ids: list[int]  # written by the policy, ending with </think> when it closed the thought
+    inserted_ids: list[int]  # [</think>] <tool_anchor> card
+    call_ids: list[int]  # written by the policy
+    tool: int
+    rationale: str
+    call_text: str
+    closed_think: bool
+    tool_logp: float = 0.0  # log p(tool) when it was drawn
+    ranking: list[tuple[int, float]] = field(default_factory=list)  # (tool, probability), best first
+    query_vector: torch.Tensor | None = None
+    rationale_vector: torch.Tensor | None = None
+
+    @property
+    def ids(self) -> list[int]:
+        return self.prompt_ids + self.rationale_ids + self.inserted_ids + self.call_ids
+
+    @property
+    def anchor_position(self) -> int:
+        """Index of `<tool_anchor>` in `ids`."""
+        return len(self.prompt_ids) + len(self.rationale_ids) + (0 if self.closed_think else 1)
+
+    @property
+    def action_mask(self) -> list[bool]:
+        """True at the tokens the policy wrote (rationale and call)."""
+        return ([False] * len(self.prompt_ids) + [True] * len(self.rationale_ids)
+                + [False] * len(self.inserted_ids) + [True] * len(self.call_ids))
+
+    @property
+    def selection_mask(self) -> list[bool]:
+        """True at the rationale tokens: with the tool choice, the selection segments of Phase II."""
+        return ([False] * len(self.prompt_ids) + [True] * len(self.rationale_ids)
+                + [False] * (len(self.inserted_ids) + len(self.call_ids)))
+
+    @property
+    def call(self) -> dict | None:
+        """The parsed call, or None when the text between the call tags is not a call."""
+        body = self.call_text.strip()
+        if not (body.startswith("<tool_call>") and body.endswith("</tool_call>")):
+            return None
+        try:
+            return parse_call(body[len("<tool_call>"):-len("</tool_call>")])
+        except CallError:
+            return None
+
+    @property
+    def format_ok(self) -> bool:
+        """ToolRL's format check: the tags in order (thought closed, call wrapped) and the call parses."""
+        return self.closed_think and self.call is not None
+
+
+def _device(policy: Policy) -> torch.device:
+    return next(policy.model.parameters()).device
+
+
+def _token(policy: Policy, text: str) -> int:
+    return policy.tokenizer.convert_tokens_to_ids(text)
+
+
+@contextmanager
+def merged(policy: Policy):
+    """Fold the adapters into the weights while generating (a third faster per token), then take them out."""
+    model = policy.model
+    if not hasattr(model, "merge_adapter") or getattr(model.base_model, "merged", False):
+        yield
+        return
+    with torch.no_grad():
+        model.merge_adapter()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            model.unmerge_adapter()
+
+
+def generate_batch(policy: Policy, prompts: Sequence[list[int]], max_new_tokens: int, stop: str,
+                   sample: bool, temperature: float = 1.0) -> list[list[int]]:
+    """Continue each prompt (left-padded into one batch); each result is cut after `stop` (kept) or before eos."""
+    tokenizer, stop_id = policy.tokenizer, _token(policy, stop)
+    pad = tokenizer.pad_token_id
+    width = max(len(p) for p in prompts)
+    device = _device(policy)
+    ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=device)
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+    options = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if sample else dict(do_sample=False)
+    with merged(policy), torch.inference_mode():
+        out = policy.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                    eos_token_id=[stop_id, tokenizer.eos_token_id], pad_token_id=pad, **options)
+    results = []
+    for row in out[:, width:].tolist():
+        cut = []
+        for token in row:
+            if token == tokenizer.eos_token_id:
+                break
+            cut.append(token)
+            if token == stop_id:
+                break
+        results.append(cut)
+    return results
+
+
+def _padded(sequences: Sequence[list[int]], pad: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in sequences)
+    ids = torch.tensor([list(s) + [pad] * (width - len(s)) for s in sequences], device=device)
+    mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], device=device)
+    return ids, mask
+
+
+def _decoder_hidden(policy: Policy, sequences: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(batch, width, hidden) last-layer states (after the final norm) of right-padded sequences, and the mask."""
+    ids, mask = _padded(sequences, policy.tokenizer.pad_token_id, _device(policy))
+    decoder = policy.model.get_base_model().get_decoder()
+    return decoder(input_ids=ids, attention_mask=mask).last_hidden_state, mask
+
+
+def selection_logits(policy: Policy, table: ToolTable, hidden: torch.Tensor, rollouts: Sequence[Rollout]) -> torch.Tensor:
+    """(batch, n_tools) logits of p(t | e') for each rollout's anchor; excluded tools at -inf."""
+    queries = torch.stack([r.query_vector for r in rollouts]).to(hidden.device)
+    rationales = torch.stack([r.rationale_vector for r in rollouts]).to(hidden.device)
+    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors)
+    for row, r in enumerate(rollouts):
+        for name in r.input.exclude:
+            if name in table.index:
+                logits[row, table.index[name]] = float("-inf")
+    return logits
+
+
+def logprobs(policy: Policy, table: ToolTable, rollouts: Sequence[Rollout]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Log-probabilities of each rollout's actions under the policy's current parameters (with gradients).
+
+    Returns:
+        token_logp (batch, width): log p of each token given the tokens before it, 0 where `mask` is False;
+        mask (batch, width): the policy-written tokens (`Rollout.action_mask`);
+        tool_logp (batch,): log p(tool | e').
+    """
+    sequences = [r.ids for r in rollouts]
+    hidden, _ = _decoder_hidden(policy, sequences)
+    device = hidden.device
+    actions = torch.tensor([r.action_mask + [False] * (hidden.shape[1] - len(r.ids)) for r in rollouts], device=device)
+    targets, _ = _padded(sequences, policy.tokenizer.pad_token_id, device)
+    predict = actions.clone()
+    predict[:, 0] = False  # the first token has nothing before it (never an action anyway)
+    rows, cols = predict.nonzero(as_tuple=True)
+    lm_head = policy.model.get_base_model().get_output_embeddings()
+    logits = lm_head(hidden[rows, cols - 1])  # the state before each action token predicts it
+    token_logp = torch.zeros(actions.shape, dtype=hidden.dtype, device=device)
+    token_logp[rows, cols] = torch.log_softmax(logits.float(), dim=-1).gather(1, targets[rows, cols][:, None])[:, 0]
+    rows = torch.arange(len(rollouts), device=device)
+    anchors = hidden[rows, torch.tensor([r.anchor_position for r in rollouts], device=device)]
+    tool_logits = selection_logits(policy, table, anchors, rollouts)
+    tool_logp = torch.log_softmax(tool_logits, dim=-1)[rows, torch.tensor([r.tool for r in rollouts], device=device)]
+    return token_logp, predict, tool_logp
+
+
+def embed(table: ToolTable, texts: Sequence[str]) -> torch.Tensor:
+    """(n, dim) embeddings of `texts` with the bank's embedder (an empty text embeds as zeros)."""
+    out = torch.zeros(len(texts), table.vectors.shape[1])
+    present = [i for i, t in enumerate(texts) if t.strip()]
+    if present:
+        out[present] = torch.from_numpy(table.embedder.encode([texts[i] for i in present]))
+    return out
+
+
+def prompt_ids(policy: Policy, step: StepInput) -> list[int]:
+    return policy.encode(prompt(policy.tokenizer, step.query, step.context))[0].tolist()
+
+
+def _decode(policy: Policy, ids: list[int]) -> str:
+    return policy.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+def rollout(policy: Policy, table: ToolTable, steps: Sequence[StepInput], group: int = 1, sample: bool = True,
+            temperature: float = 1.0, mode: str = "reason", rationale_tokens: int = RATIONALE_TOKENS,
+            call_tokens: int = CALL_TOKENS, keep: int = 10) -> list[list[Rollout]]:
+    """Write `group` rollouts for each step: rationale, tool drawn from p(t | e'), call.
+
+    Args:
+        table: The tools to choose among (training: the train tools only; evaluation: the whole bank).
+        sample: Sample tokens and tool (training); else greedy (evaluation).
+        mode: `reason` writes a rationale; `fast` closes the thought at once.
+        keep: How many of the most probable tools to record in `Rollout.ranking`.
+    """
+    think_end, anchor_id = _token(policy, "</think>"), _token(policy, "<tool_anchor>")
+    prompts = [prompt_ids(policy, s) for s in steps for _ in range(group)]
+    inputs = [s for s in steps for _ in range(group)]
+    if mode == "reason":
+        written = generate_batch(policy, prompts, rationale_tokens, "</think>", sample, temperature)
+    else:
+        written = [[think_end] for _ in prompts]
+    closed = [bool(w) and w[-1] == think_end for w in written]
+    rationales = [_decode(policy, w[:-1] if c else w).strip() for w, c in zip(written, closed)]
+    query_vectors = embed(table, [s.query for s in inputs])
+    rationale_vectors = embed(table, rationales)
+    heads = [p + w + ([] if c else [think_end]) + [anchor_id] for p, w, c in zip(prompts, written, closed)]
+    rollouts = [Rollout(s, p, w, [], [], -1, r, "", c, query_vector=q, rationale_vector=v)
+                for s, p, w, r, c, q, v in zip(inputs, prompts, written, rationales, closed, query_vectors,
+                                                rationale_vectors)]
+    with torch.inference_mode():
+        hidden, mask = _decoder_hidden(policy, heads)
+        last = hidden[torch.arange(len(heads), device=hidden.device), mask.sum(1) - 1]
+        probs = torch.softmax(selection_logits(policy, table, last, rollouts), dim=-1)
+    chosen = torch.multinomial(probs, 1)[:, 0] if sample else probs.argmax(dim=-1)
+    top = probs.topk(min(keep, len(table)), dim=-1)
+    for i, r in enumerate(rollouts):
+        r.tool = int(chosen[i])
+        r.tool_logp = float(probs[i, r.tool].log())
+        r.ranking = [(int(t), float(p)) for t, p in zip(top.indices[i], top.values[i])
+                     if table.tools[int(t)].name not in r.input.exclude]
+        r.inserted_ids = ([] if r.closed_think else [think_end]) + [anchor_id] + policy.encode(table.cards[r.tool])[0].tolist()
+    calls = generate_batch(policy, [r.prompt_ids + r.rationale_ids + r.inserted_ids for r in rollouts], call_tokens,
+                           "</tool_call>", sample, temperature)
+    for r, c in zip(rollouts, calls):
+        r.call_ids, r.call_text = c, _decode(policy, c)
+    return [rollouts[i * group:(i + 1) * group] for i in range(len(steps))]
+
+
+def teacher_rollout(policy: Policy, table: ToolTable, step: StepInput, rationale: str, tool: str, call: str,
+                    query_vector: torch.Tensor, rationale_vector: torch.Tensor) -> Rollout:
+    """The gold step as a rollout, for supervised training: the same tokens a policy would have written."""
+    think_end, anchor_id = _token(policy, "</think>"), _token(policy, "<tool_anchor>")
+    encode = lambda text: policy.encode(text)[0].tolist()  # noqa: E731
+    index = table.index[tool]
+    return Rollout(step, prompt_ids(policy, step), encode(rationale) + [think_end],
+                   [anchor_id] + encode(table.cards[index]), encode(f"<tool_call>{call}</tool_call>"), index,
+                   rationale, f"<tool_call>{call}</tool_call>", True, query_vector=query_vector,
+                   rationale_vector=rationale_vector)
