@@ -1,0 +1,167 @@
+"""Phase I and Phase II end to end on a tiny benchmark with the tiny test model: files, resume, the masks."""
+
+import csv
+import json
+
+import pytest
+import torch
+from helpers import ASSETS
+
+from autotool import Policy
+from eval.benchmarks import load_benchmark
+from eval.harness import eval_bank
+from training import phase1, phase2
+
+TINY = ASSETS / "tiny-llama"
+TOOLS = {
+    "get_weather": "Current weather and temperature for a city.",
+    "get_forecast": "Weather forecast for the next days in a city.",
+    "pdf_to_text": "Convert a PDF document to plain text.",
+    "send_email": "Send an email message to a recipient.",
+    "translate": "Translate text from one language to another.",
+    "calculator": "Evaluate arithmetic expressions and formulas.",
+    "stock_price": "Latest stock price of a company.",
+    "news_search": "Search recent news articles on a topic.",
+}
+
+
+@pytest.fixture(scope="module")
+def bench_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bench") / "tiny"
+    folder.mkdir()
+    (folder / "tools.jsonl").write_text("".join(
+        json.dumps({"name": n, "description": d, "parameters": {}}) + "\n" for n, d in TOOLS.items()))
+    queries = [{"id": f"{n}-{i}", "query": f"{d.lower()} please, case {i}", "gold_tools": [n], "gold_args": None}
+               for n, d in TOOLS.items() for i in range(6)]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return folder
+
+
+def tiny_args(bench_folder, out, *extra):
+    return ["--benchmark", str(bench_folder), "--backbone", str(TINY), "--embedder", "hash:64", "--out", str(out),
+            "--rationale_tokens", "4", "--call_tokens", "6", "--eval.limit", "3", "--eval.splits", "[seen-test]",
+            "--eval.batch_size", "4", "--checkpoint_every", "1", *extra]
+
+
+def metrics(out):
+    with open(out / "metrics.csv") as f:
+        return list(csv.DictReader(f))
+
+
+def adapter_and_head(path):
+    from safetensors.torch import load_file
+
+    return load_file(path / "adapter" / "adapter_model.safetensors"), load_file(path / "anchor_head.safetensors")
+
+
+@pytest.fixture(scope="module")
+def phase1_run(bench_folder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "p1"
+    rc = phase1.main(tiny_args(bench_folder, out, "--sft.steps", "3", "--sft.batch_size", "4", "--grpo.steps", "2",
+                               "--grpo.batch_size", "2", "--grpo.group", "3"))
+    assert rc == 0
+    return out
+
+
+def test_phase1_writes_policies_metrics_curves_and_evaluations(phase1_run):
+    out = phase1_run
+    for name in ["config.yaml", "trajectories.jsonl", "curves.png", "policy-initial/manifest.json",
+                 "policy-sft/manifest.json", "policy-grpo/manifest.json", "eval/initial.json",
+                 "eval/after-sft.json", "eval/after-grpo.json"]:
+        assert (out / name).is_file(), name
+    assert list((out / "tensorboard").iterdir())
+    logged = {(r["stage"], r["metric"]) for r in metrics(out)}
+    for term in ["loss", "lm_loss", "select_loss", "p_gold"]:
+        assert ("sft", term) in logged
+    for term in ["loss", "reward", "r_format", "r_correct", "r_select", "kl", "clipped", "equal_groups"]:
+        assert ("grpo", term) in logged
+    evaluation = json.loads((out / "eval" / "after-grpo.json").read_text())
+    assert {"seen-test/hit@1", "seen-test/format_error", "seen-test/reward"} <= set(evaluation["metrics"])
+    manifest = json.loads((out / "policy-grpo" / "manifest.json").read_text())
+    assert manifest["trained"] == "phase 1 on tiny: grpo" and manifest["split_seed"] == 0
+
+
+def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder):
+    (initial, initial_head), (sft, sft_head) = (adapter_and_head(phase1_run / p) for p in ("policy-initial", "policy-sft"))
+    assert any(not torch.equal(initial[k], sft[k]) for k in initial if "lora_B" in k)
+    assert any(not torch.equal(initial[k], sft[k]) for k in initial if "trainable_tokens" in k)
+    assert initial_head["W.weight"].abs().sum() == 0 < sft_head["W.weight"].abs().sum()
+    bank = eval_bank(load_benchmark(bench_folder), "hash:64")
+    policy = Policy.load(phase1_run / "policy-grpo", bank)  # what select_tool and the harness load
+    assert policy.trained and policy.head.uses_hidden
+
+
+def test_no_held_out_tool_in_the_training_data(phase1_run, bench_folder):
+    split = json.loads((bench_folder / "splits" / "seed0.json").read_text())
+    used = {s["tool"] for line in (phase1_run / "trajectories.jsonl").read_text().splitlines()
+            for s in json.loads(line)["steps"]}
+    assert used and used <= set(split["tools"]["train"])
+
+
+def test_phase1_resumes_from_its_last_checkpoint(phase1_run, bench_folder, capsys):
+    # as if the run had stopped after GRPO step 1 of 2, and is now asked for 3
+    import shutil
+
+    out = phase1_run.parent / "p1-resumed"
+    shutil.copytree(phase1_run, out)
+    shutil.rmtree(out / "policy-grpo")
+    assert [p.name for p in (out / "checkpoints").iterdir() if p.name.startswith("grpo")] == ["grpo-000001"]
+    rc = phase1.main(tiny_args(bench_folder, out, "--sft.steps", "3", "--sft.batch_size", "4", "--grpo.steps", "3",
+                               "--grpo.batch_size", "2", "--grpo.group", "3"))
+    assert rc == 0
+    printed = capsys.readouterr()
+    assert "sft: already finished" in printed.err + printed.out
+    assert "grpo: resuming at step 1" in printed.err + printed.out
+    steps = sorted({int(r["step"]) for r in metrics(out) if r["stage"] == "grpo"})
+    assert steps == [1, 2, 3] and (out / "policy-grpo" / "manifest.json").exists()
+
+
+def test_config_errors_exit_nonzero_with_the_key(bench_folder, tmp_path, capsys):
+    assert phase1.main(tiny_args(bench_folder, tmp_path / "x", "--grpo.grup", "3")) == 2
+    assert "unknown key 'grpo.grup'" in capsys.readouterr().err
+    assert phase1.main(tiny_args(bench_folder, tmp_path / "x", "--stages", "[sft, dpo]")) == 2
+    assert phase2.main(tiny_args(bench_folder, tmp_path / "y")) == 2
+    assert "key 'init'" in capsys.readouterr().err
+
+
+def test_phase2_ranks_rollouts_and_trains_the_selection(phase1_run, bench_folder, tmp_path):
+    out = tmp_path / "p2"
+    rc = phase2.main(tiny_args(bench_folder, out, "--init", str(phase1_run / "policy-sft"), "--rank.steps", "2",
+                               "--rank.batch_size", "2", "--rank.candidates", "4", "--rank.beta", "1.0"))
+    assert rc == 0
+    logged = {(r["stage"], r["metric"]) for r in metrics(out)}
+    assert {("rank", "loss"), ("rank", "tied_groups"), ("rank", "reward")} <= logged
+    (before, before_head), (after, after_head) = (adapter_and_head(p) for p in (phase1_run / "policy-sft", out / "policy-rank"))
+    changed = [k for k in before if not torch.equal(before[k], after[k])] + \
+        [k for k in before_head if not torch.equal(before_head[k], after_head[k])]
+    tied = [float(r["value"]) for r in metrics(out) if r["metric"] == "tied_groups"]
+    assert changed or all(t == 1.0 for t in tied)  # only all-tied batches leave the policy as it was
+    assert (out / "eval" / "after-rank.json").exists() and "after-rank" in (out / "summary.md").read_text()
+
+
+def test_phase2_gradients_reach_only_the_selection_segments(bank):
+    from autotool.rollout import StepInput, ToolTable, rollout
+
+    torch.manual_seed(0)
+    policy = Policy.create(bank, backbone=TINY)
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.05)
+    table = ToolTable.from_bank(bank)
+    rollouts = [r for g in rollout(policy, table, [StepInput("weather in Paris")], group=3, rationale_tokens=4,
+                                   call_tokens=5) for r in g]
+    reference = Policy.create(bank, backbone=TINY)
+    policy.model.train()
+    scores, token_logp = phase2.selection_scores(policy, reference, table, rollouts, beta=1.0)
+    grads = {}
+    token_logp.register_hook(lambda g: grads.setdefault("tokens", g))
+    scores.sum().backward()
+    g = grads["tokens"]
+    for row, r in enumerate(rollouts):
+        rationale = [i for i, s in enumerate(r.selection_mask) if s]
+        call = [i for i, a in enumerate(r.action_mask) if a and not r.selection_mask[i]]
+        assert call and torch.all(g[row, call] == 0)  # call tokens: masked
+        assert torch.all(g[row, rationale] == 1.0)  # rationale tokens: d score / d log p = beta
+        assert torch.all(g[row, :len(r.prompt_ids)] == 0)
+    assert policy.head.W.weight.grad.abs().sum() > 0  # the tool choice reaches the anchor head

@@ -1,0 +1,192 @@
+"""Phase I, trajectory stabilisation: SFT, then GRPO with the ToolRL reward (DESIGN.md section 3).
+
+    python -m training.phase1 --config training/configs/phase1.yaml [--key value ...]
+    python -m training.phase1 --config training/configs/phase1.yaml --stages '[grpo]' --init runs/x/policy-sft
+    accelerate launch -m training.phase1 --config training/configs/phase1.yaml
+
+Any config key can be overridden: `--sft.steps 10 --grpo.group 8 --out runs/try`. Run it again with the
+same `--out` to resume from the last checkpoint. Writes into `out`: metrics.csv, curves.png, tensorboard/,
+checkpoints/, policy-sft/, policy-grpo/, eval/{initial,after-sft,after-grpo}.json.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from autotool.rollout import embed, logprobs, rollout, teacher_rollout
+from training import loop
+from training.config import ConfigError, load
+from training.losses import RewardWeights, grpo_loss, group_advantages, reward
+from training.trainer import RunConfig, Trainer
+
+STAGES = ("sft", "grpo")
+
+
+@dataclass
+class SFTConfig:
+    steps: int = 60
+    batch_size: int = 8
+    lr: float = 2e-4
+    head_lr: float = 1e-3
+    head_weight_decay: float = 0.01
+    select_weight: float = 1.0  # weight of the selection cross-entropy beside the language-model loss
+    max_grad_norm: float = 1.0
+
+
+@dataclass
+class GRPOConfig:
+    steps: int = 20
+    batch_size: int = 4  # queries per step
+    group: int = 4  # rollouts per query (G)
+    lr: float = 5e-5
+    head_lr: float = 2e-4
+    head_weight_decay: float = 0.01
+    beta: float = 0.04  # KL coefficient
+    epsilon: float = 0.2  # ratio clip
+    temperature: float = 1.0
+    updates_per_batch: int = 1  # optimizer steps on each batch of rollouts (ratio != 1 from the second on)
+    tool_weight: float = 1.0  # weight of the tool choice's term beside the mean over tokens
+    max_grad_norm: float = 1.0
+    reward: RewardWeights = field(default_factory=RewardWeights)
+
+
+@dataclass
+class Phase1Config(RunConfig):
+    out: str = "runs/phase1"
+    stages: list = field(default_factory=lambda: list(STAGES))
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+
+
+class Phase1(Trainer):
+    def __init__(self, config: Phase1Config):
+        unknown = [s for s in config.stages if s not in STAGES]
+        if unknown or not config.stages:
+            raise ConfigError(f"key 'stages': expected a list of {', '.join(STAGES)}, got {config.stages!r}")
+        super().__init__(config, list(config.stages), "phase 1")
+        self.reference = None
+
+    def batch(self, step: int, size: int) -> list:
+        a = self.accelerator
+        return [self.examples[i] for i in loop.batch_indices(len(self.examples), size, step, self.config.train_seed,
+                                                             a.process_index, a.num_processes)]
+
+    def sft_loss(self, batch: list) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Language-model loss on the rationale and call tokens + `select_weight` x the selection cross-entropy."""
+        queries = embed(self.table, [e.input.query for e in batch])
+        rationales = embed(self.table, [e.rationale for e in batch])
+        rollouts = [teacher_rollout(self.policy, self.table, e.input, e.rationale, e.tool, e.call, q, r)
+                    for e, q, r in zip(batch, queries, rationales)]
+        token_logp, mask, tool_logp = logprobs(self.policy, self.table, rollouts)
+        lm = -(token_logp * mask).sum() / mask.sum()
+        select = -tool_logp.mean()
+        return lm + self.config.sft.select_weight * select, {"lm_loss": lm, "select_loss": select,
+                                                             "p_gold": tool_logp.exp().mean()}
+
+    def sft_step(self, step: int) -> dict[str, float]:
+        c, started = self.config.sft, time.perf_counter()
+        batch = self.batch(step, c.batch_size)
+        self.policy.model.train()
+        loss, terms = self.sft_loss(batch)
+        self.accelerator.backward(loss)
+        norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
+        seconds = time.perf_counter() - started
+        head = self.policy.head
+        return {"loss": loss.item(), **{k: v.item() for k, v in terms.items()}, "grad_norm": norm,
+                "a": head.a.item(), "b": head.b.item(), "g": head.log_g.exp().item(),
+                "W_norm": head.W.weight.norm().item(), "seconds": seconds, "examples_per_s": len(batch) / seconds}
+
+    def grpo_step(self, step: int) -> dict[str, float]:
+        c, started = self.config.grpo, time.perf_counter()
+        batch = self.batch(step, c.batch_size)
+        torch.manual_seed(self.config.train_seed * 1_000_003 + step)  # resumable sampling
+        self.policy.model.eval()
+        groups = rollout(self.policy, self.table, [e.input for e in batch], group=c.group, sample=True,
+                         temperature=c.temperature, rationale_tokens=self.config.rationale_tokens,
+                         call_tokens=self.config.call_tokens)
+        generated = time.perf_counter()
+        terms = [reward(r.format_ok, r.call, e.gold_call, self.table.tools[r.tool].name, c.reward)
+                 for e, g in zip(batch, groups) for r in g]
+        rewards = torch.tensor([t["reward"] for t in terms]).view(len(batch), c.group)
+        advantages = group_advantages(rewards).flatten().to(self.accelerator.device)
+        flat = [r for g in groups for r in g]
+        with torch.no_grad():
+            ref_token, _, ref_tool = logprobs(self.reference, self.table, flat) if c.beta > 0 else (None, None, None)
+            old = None if c.updates_per_batch == 1 else logprobs(self.policy, self.table, flat)
+        self.policy.model.train()
+        for _ in range(c.updates_per_batch):
+            token_logp, mask, tool_logp = logprobs(self.policy, self.table, flat)
+            old_token, old_tool = (token_logp.detach(), tool_logp.detach()) if old is None else (old[0], old[2])
+            out = grpo_loss(token_logp, mask, tool_logp, advantages, old_token, old_tool, ref_token, ref_tool,
+                            c.epsilon, c.beta, c.tool_weight)
+            self.accelerator.backward(out["loss"])
+            norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
+        seconds = time.perf_counter() - started
+        mean = lambda key: sum(t[key] for t in terms) / len(terms)  # noqa: E731
+        return {"loss": out["loss"].item(), "reward": mean("reward"), "r_format": mean("r_format"),
+                "r_correct": mean("r_correct"), "r_select": mean("r_select"),
+                "reward_std": float(rewards.std(dim=1, unbiased=False).mean()),
+                "equal_groups": float((rewards.std(dim=1) == 0).float().mean()),
+                "closed_think": sum(r.closed_think for r in flat) / len(flat),
+                "rationale_tokens": sum(len(r.rationale_ids) for r in flat) / len(flat),
+                "kl": float(out["kl"]), "tool_kl": float(out["tool_kl"]), "clipped": float(out["clipped"]),
+                "grad_norm": norm, "W_norm": self.policy.head.W.weight.norm().item(),
+                "generate_s": generated - started, "seconds": seconds, "rollouts_per_s": len(flat) / seconds}
+
+    def start_grpo(self) -> None:
+        if self.config.grpo.beta > 0:
+            self.reference = self.frozen_copy()
+
+    def optimizer_for(self, stage: str):
+        c = getattr(self.config, stage)
+
+        def make():
+            self.optimizer = loop.make_optimizer(self.policy, c.lr, c.head_lr, c.head_weight_decay)
+            return self.optimizer
+
+        return make
+
+    def train(self):
+        c = self.config
+        return self.run({"sft": c.sft.steps, "grpo": c.grpo.steps}, {"sft": self.sft_step, "grpo": self.grpo_step},
+                        {s: self.optimizer_for(s) for s in STAGES}, {"grpo": self.start_grpo})
+
+
+def parse_args(argv: list[str]) -> tuple[str | None, list[str]]:
+    """`--config PATH` and the `--key value` overrides after it."""
+    if "--help" in argv or "-h" in argv:
+        print(__doc__)
+        sys.exit(0)
+    config = None
+    if "--config" in argv:
+        i = argv.index("--config")
+        if i + 1 >= len(argv):
+            raise ConfigError("--config needs a YAML file")
+        config, argv = argv[i + 1], argv[:i] + argv[i + 2:]
+    return config, argv
+
+
+def main(argv: list[str] | None = None, default=Phase1Config, phase=Phase1) -> int:
+    from eval.benchmarks import BenchmarkError
+    from training.data import DataError
+
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        path, overrides = parse_args(argv)
+        config = load(default(), path, overrides)
+        trainer = phase(config)
+        final = trainer.train()
+    except (ConfigError, BenchmarkError, DataError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if trainer.main:
+        print(f"done: {final}  (metrics {trainer.out / 'metrics.csv'}, curves {trainer.out / 'curves.png'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""The run both phases share: config, data, bank, policy, stages with checkpoints and resume, evaluation.
+
+A phase is a list of stages; a stage is a number of steps of one step function. Each stage starts from
+the policy the previous stage ended with (or `init`, or a fresh policy saved as `policy-initial`), resumes
+from its newest checkpoint, and ends by saving `policy-STAGE` and evaluating it.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from tqdm import tqdm
+
+from autotool.policy import Policy
+from autotool.rollout import ToolTable
+from training import loop
+from training.data import DataError, build_trajectories, check_no_unseen, examples, read_jsonl, write_jsonl
+
+log = logging.getLogger("training")
+
+
+@dataclass
+class EvalConfig:
+    splits: list = field(default_factory=lambda: ["val", "seen-test", "unseen-test"])
+    limit: int = 64  # queries per split (seeded sample); 0 skips evaluation
+    mode: str = "reason"
+    batch_size: int = 16
+
+
+@dataclass
+class RunConfig:
+    benchmark: str = "metatool"  # metatool, seal_tools or a benchmark folder
+    seed: int = 0  # the tool split's seed
+    out: str = "runs/train"
+    init: str = ""  # a policy folder to start from ("" = a fresh policy)
+    backbone: str = "default"
+    embedder: str = "default"
+    anchor: str = "residual"
+    lora_rank: int = 8
+    trajectories: str = ""  # a trajectories JSONL ("" = built from the benchmark's train split)
+    max_examples: int = 0  # use at most this many training steps (0 = all)
+    rationale_tokens: int = 32
+    call_tokens: int = 48
+    checkpoint_every: int = 10
+    keep_checkpoints: int = 2
+    train_seed: int = 0
+    threads: int = 0  # torch CPU threads (0 = torch's default)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+
+class Trainer:
+    def __init__(self, config: RunConfig, stages: list[str], phase: str):
+        from accelerate import Accelerator
+
+        from eval.benchmarks import load_benchmark, load_split
+        from eval.harness import eval_bank
+
+        self.config, self.stages = config, stages
+        if config.threads > 0:
+            torch.set_num_threads(config.threads)
+        self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
+        self.main = self.accelerator.is_main_process
+        self.out = Path(config.out)
+        if self.main:
+            loop.write_config(self.out, config)
+        self.log = loop.RunLog(self.out, enabled=self.main)
+        self.bench = load_benchmark(config.benchmark)
+        self.split = load_split(self.bench, config.seed)
+        self.title = f"{phase} on {self.bench.name}"
+        self.bank = eval_bank(self.bench, config.embedder)
+        self.table = ToolTable.from_bank(self.bank, sorted(self.split.tools["train"]))
+        self.table.vectors = self.table.vectors.to(self.accelerator.device)
+        tools = {t.name: t for t in self.bench.tools}
+        if config.trajectories:
+            trajectories, counts = read_jsonl(Path(config.trajectories)), {"kept": None}
+        else:
+            trajectories, counts = build_trajectories(self.bench, self.split, "train")
+        check_no_unseen(trajectories, self.split)
+        if self.main:
+            write_jsonl(self.out / "trajectories.jsonl", trajectories)
+        self.examples = examples(trajectories, tools)
+        if config.max_examples:
+            self.examples = self.examples[:config.max_examples]
+        if not self.examples:
+            raise DataError(f"no training examples from {config.trajectories or config.benchmark + ' train split'}")
+        self.data_counts = dict(counts)
+        self.policy: Policy | None = None
+        self.source: Path | None = Path(config.init) if config.init else None
+
+    # -- policy ---------------------------------------------------------------------------------
+    def _load(self, path: Path) -> Policy:
+        policy = Policy.load(path, self.bank, trainable=True)
+        return self._place(policy)
+
+    def _place(self, policy: Policy) -> Policy:
+        policy.model.to(self.accelerator.device)
+        policy.head.to(self.accelerator.device)
+        return policy
+
+    def frozen_copy(self) -> Policy:
+        """The policy as it is now, frozen: the reference for the KL penalty and Phase II's scores."""
+        ref = copy.copy(self.policy)
+        ref.model, ref.head = copy.deepcopy(self.policy.model), copy.deepcopy(self.policy.head)
+        for p in list(ref.model.parameters()) + list(ref.head.parameters()):
+            p.requires_grad_(False)
+        ref.model.eval()
+        return ref
+
+    def _initial_policy(self) -> Policy:
+        if self.source is not None:
+            return self._load(self.source)
+        initial = self.out / "policy-initial"
+        if (initial / "manifest.json").exists():
+            self.source = initial
+            return self._load(initial)
+        torch.manual_seed(self.config.train_seed)
+        policy = Policy.create(self.bank, None if self.config.backbone == "default" else self.config.backbone,
+                               self.config.anchor, self.config.lora_rank)
+        if self.main:
+            policy.save(initial)
+        self.accelerator.wait_for_everyone()
+        self.source = initial
+        return self._place(policy)
+
+    # -- stages ---------------------------------------------------------------------------------
+    def evaluate(self, label: str) -> None:
+        c = self.config.eval
+        if not self.main or c.limit <= 0 or (self.out / "eval" / f"{label}.json").exists():
+            return
+        started, index = time.time(), len(list((self.out / "eval").glob("*.json")))
+        self.policy.model.eval()
+        metrics = loop.evaluate_policy(self.policy, self.bench, self.split, self.bank, self.out, label, c.splits,
+                                       c.limit, c.mode, c.batch_size, self.config.seed,
+                                       {"rationale_tokens": self.config.rationale_tokens,
+                                        "call_tokens": self.config.call_tokens})
+        self.log.log("eval", index,
+                     {f"eval/{label}/{k}": v for k, v in metrics.items()})
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k.endswith(("hit@1", "format_error", "reward")))
+        tqdm.write(f"eval {label} ({time.time() - started:.0f} s): {shown}")
+
+    def run(self, steps: dict[str, int], step_fns: dict[str, Callable[[int], dict]],
+            optimizers: dict[str, Callable[[], torch.optim.Optimizer]], on_start: dict[str, Callable[[], None]]) -> Path:
+        """Run each stage in order; returns the final policy folder."""
+        final = self.source
+        for stage in self.stages:
+            done = self.out / f"policy-{stage}"
+            if (done / "manifest.json").exists():
+                tqdm.write(f"{stage}: already finished ({done})")
+                self.source = final = done
+                self.policy = None
+                continue
+            checkpoint = loop.last_checkpoint(self.out, stage)
+            (self.out / "eval" / f"after-{stage}.json").unlink(missing_ok=True)  # stale unless the stage finished
+            if self.policy is None:
+                self.policy = self._initial_policy()  # where the stage starts: init, fresh, or the last stage's end
+            if checkpoint is None and stage == self.stages[0]:
+                self.evaluate("initial")
+            on_start.get(stage, lambda: None)()  # e.g. the frozen reference, from the stage's starting policy
+            first = 0
+            if checkpoint is not None:
+                self.policy = self._load(checkpoint / "policy")
+                first = json.loads((checkpoint / "trainer.json").read_text())["step"]
+                tqdm.write(f"{stage}: resuming at step {first} from {checkpoint}")
+            optimizer = optimizers[stage]()
+            if checkpoint is not None:
+                loop.load_optimizer_state(optimizer, checkpoint)
+            bar = tqdm(range(first, steps[stage]), desc=stage, disable=not self.main, initial=first, total=steps[stage])
+            for step in bar:
+                metrics = step_fns[stage](step)
+                self.log.log(stage, step + 1, metrics)
+                bar.set_postfix({k: f"{metrics[k]:.3f}" for k in ("loss", "reward") if k in metrics})
+                if self.main and (step + 1) % self.config.checkpoint_every == 0 and step + 1 < steps[stage]:
+                    loop.save_checkpoint(self.out, stage, step + 1, self.policy, optimizer, self.config.keep_checkpoints)
+            if self.main:
+                self.policy.info.update({"trained": f"{self.title}: {stage}", "benchmark": self.bench.name,
+                                         "split_seed": self.config.seed, "config": dataclasses.asdict(self.config)})
+                self.policy.save(done)
+                self.log.plot(self.title)
+            self.accelerator.wait_for_everyone()
+            self.source = final = done
+            self.evaluate(f"after-{stage}")
+        if self.main:
+            self.log.plot(self.title)
+            loop.write_summary(self.out, self.title)
+        return final
