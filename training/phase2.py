@@ -104,7 +104,7 @@ class Phase2(Trainer):
         return {"loss": loss.item(), "reward": mean("reward"), "r_format": mean("r_format"),
                 "r_correct": mean("r_correct"), "r_select": mean("r_select"),
                 "tied_groups": float((values.std(dim=1) == 0).float().mean()),
-                "score_spread": float((scores.max(dim=1).values - scores.min(dim=1).values).mean()),
+                "score_spread": (scores.max(dim=1).values - scores.min(dim=1).values).mean().item(),
                 "grad_norm": norm, "W_norm": self.policy.head.W.weight.norm().item(),
                 "generate_s": generated - started, "seconds": seconds, "rollouts_per_s": len(flat) / seconds}
 

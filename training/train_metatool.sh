@@ -5,7 +5,7 @@
 set -eu
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs}
-STEPS=${STEPS:-12}   # Phase II steps, and the extra GRPO steps of the ablation (16 rollouts a step in both)
+STEPS=${STEPS:-10}   # Phase II steps, and the extra GRPO steps of the ablation (16 rollouts a step in both)
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 $PY -m training.phase1 --config training/configs/phase1.yaml --out $RUNS/phase1-metatool
@@ -20,8 +20,11 @@ $PY -m eval --bench metatool --methods bm25,dense,hybrid --split seen-test,unsee
     --out training/results/ablation-metatool
 mkdir -p training/results/phase1-metatool
 cp $RUNS/phase1-metatool/metrics.csv $RUNS/phase1-metatool/curves.png $RUNS/phase1-metatool/config.yaml \
-    training/results/phase1-metatool/
+    $RUNS/phase1-metatool/summary.md training/results/phase1-metatool/
 cp -r $RUNS/phase1-metatool/eval training/results/phase1-metatool/
 mkdir -p training/results/phase2-metatool
 cp $RUNS/phase2-metatool/metrics.csv $RUNS/phase2-metatool/curves.png $RUNS/phase2-metatool/config.yaml \
     training/results/phase2-metatool/
+mkdir -p training/results/phase1-more-grpo-metatool
+cp $RUNS/phase1-more-grpo-metatool/metrics.csv $RUNS/phase1-more-grpo-metatool/curves.png \
+    $RUNS/phase1-more-grpo-metatool/config.yaml training/results/phase1-more-grpo-metatool/

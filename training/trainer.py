@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import json
 import logging
+import resource
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,6 +176,7 @@ class Trainer:
             bar = tqdm(range(first, steps[stage]), desc=stage, disable=not self.main, initial=first, total=steps[stage])
             for step in bar:
                 metrics = step_fns[stage](step)
+                metrics["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
                 self.log.log(stage, step + 1, metrics)
                 bar.set_postfix({k: f"{metrics[k]:.3f}" for k in ("loss", "reward") if k in metrics})
                 if self.main and (step + 1) % self.config.checkpoint_every == 0 and step + 1 < steps[stage]:
