@@ -21,6 +21,7 @@ import json
 import math
 import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -163,6 +164,21 @@ class Policy:
         return cls(model, tokenizer, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
 
     # -- the language model ---------------------------------------------------------------------
+    @contextmanager
+    def merged(self):
+        """Fold the adapters into the weights while generating (a third faster per token), then take them out."""
+        model = self.model
+        if not hasattr(model, "merge_adapter") or getattr(model.base_model, "merged", False):
+            yield
+            return
+        with torch.no_grad():
+            model.merge_adapter()
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                model.unmerge_adapter()
+
     def encode(self, text: str) -> torch.Tensor:
         return self.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
 
@@ -172,14 +188,14 @@ class Policy:
         out = self.model(input_ids=self.encode(text), output_hidden_states=True, logits_to_keep=1)
         return out.hidden_states[-1][0, -1]
 
-    @torch.inference_mode()
     def generate(self, text: str, max_new_tokens: int, stop: Sequence[str], sample: bool = False) -> str:
         """Continue `text`, stopping after any string in `stop` (not included) or `max_new_tokens`."""
         ids = self.encode(text)
         stop_ids = [self.tokenizer.convert_tokens_to_ids(s) for s in stop if s in self.tokenizer.get_vocab()]
-        out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                  do_sample=sample, eos_token_id=stop_ids + [self.tokenizer.eos_token_id],
-                                  pad_token_id=self.tokenizer.pad_token_id)
+        with self.merged(), torch.inference_mode():
+            out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                                      do_sample=sample, eos_token_id=stop_ids + [self.tokenizer.eos_token_id],
+                                      pad_token_id=self.tokenizer.pad_token_id)
         new = self.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
         cut = min([new.find(s) for s in stop + [self.tokenizer.eos_token] if s in new] or [len(new)])
         return new[:cut]
