@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from autotool.policy import Policy
-from autotool.prompts import StepRecord, prompt, step_text, tool_card
+from autotool.prompts import StepRecord, history, prompt
 from autotool.select import ArgumentError, Selection, default_policy, select_tool
 from toolbank import Tool, ToolBank
 
@@ -74,8 +74,7 @@ class Agent:
                 observation = f"error: {type(e).__name__}: {e}"
             trajectory.steps.append((selection, observation))
             records.append(StepRecord(selection.rationale, selection.tool.name, selection.arguments or {}, observation))
-            history = [step_text(r, tool_card(self.bank.get(r.tool))) for r in records]
-            text = prompt(policy.tokenizer, query, history)[: -len("<think>")]
+            text = prompt(policy.tokenizer, query, history(records, self.bank.get))[: -len("<think>")]
             following = policy.generate(text, 48, ["</answer>"])
             if not following.lstrip().startswith("<think>"):
                 trajectory.answer = following.replace("<answer>", "").strip()

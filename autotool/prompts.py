@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from toolbank import Tool
 
@@ -46,6 +46,11 @@ def call_prefix(name: str) -> str:
 def step_text(step: StepRecord, card: str) -> str:
     return (f"<think>{step.rationale}</think><tool_anchor>{card}<tool_call>{call_text(step.tool, step.arguments)}"
             f"</tool_call><obs>{step.observation}</obs>")
+
+
+def history(steps: Sequence[StepRecord], get_tool: Callable[[str], Tool]) -> tuple[str, ...]:
+    """The texts of earlier steps as the model reads them, each with its tool's card (`get_tool(name)`)."""
+    return tuple(step_text(s, tool_card(get_tool(s.tool))) for s in steps)
 
 
 def prompt(tokenizer, query: str, context: Sequence[str] = ()) -> str:

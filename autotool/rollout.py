@@ -23,9 +23,9 @@ import torch
 from autotool.calls import CallError, parse_call
 from autotool.policy import Policy
 from autotool.prompts import prompt, tool_card
+from autotool.select import RATIONALE_TOKENS  # one rationale budget for select_tool and rollouts
 from toolbank import Tool, ToolBank
 
-RATIONALE_TOKENS = 32
 CALL_TOKENS = 64
 
 

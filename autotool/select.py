@@ -13,7 +13,7 @@ import numpy as np
 
 from autotool.calls import schema_errors
 from autotool.policy import Candidate, Policy
-from autotool.prompts import MAX_QUERY_CHARS, StepRecord, call_prefix, prompt, step_text, tool_card
+from autotool.prompts import MAX_QUERY_CHARS, StepRecord, call_prefix, history, prompt, tool_card
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
 
 MODES = ("reason", "fast")
@@ -126,8 +126,7 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
     if len(bank) == 0:
         raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
     policy = default_policy(bank) if policy is None else policy
-    history = [step_text(s, tool_card(bank.get(s.tool))) for s in context or ()]
-    text = prompt(policy.tokenizer, query, history)
+    text = prompt(policy.tokenizer, query, history(context or (), bank.get))
     rationale = ""
     if mode == "reason":
         rationale = policy.generate(text, RATIONALE_TOKENS, ["</think>"]).strip()

@@ -77,7 +77,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     with all steps first), so each step's latency is its batch's time divided by the batch size.
     """
     from autotool.policy import Policy
-    from autotool.prompts import StepRecord, step_text, tool_card
+    from autotool.prompts import StepRecord, history
     from autotool.rollout import CALL_TOKENS, RATIONALE_TOKENS, StepInput, ToolTable, rollout
     from autotool.select import default_policy
 
@@ -96,8 +96,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
         if not step.query.calls:
             earlier = [StepRecord("", name, {}) for name in step.context]
-        return StepInput(step.query.text, tuple(step_text(r, tool_card(ctx.bank.get(r.tool))) for r in earlier),
-                         step.context)
+        return StepInput(step.query.text, history(earlier, ctx.bank.get), step.context)
 
     def prepare(steps: list[Step]) -> None:
         import time

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 from autotool.calls import schema_errors
-from autotool.prompts import StepRecord, call_text, step_text, tool_card
+from autotool.prompts import StepRecord, call_text, history
 from autotool.rollout import StepInput
 from eval.benchmarks import Benchmark, Split, select_queries, steps_of
 from toolbank import Tool
@@ -172,7 +172,7 @@ def examples(trajectories: Iterable[dict], tools: dict[str, Tool]) -> list[Examp
         context = []
         for step in trajectory["steps"]:
             done = tuple(s.tool for s in context)
-            out.append(Example(StepInput(trajectory["query"], tuple(step_text(s, tool_card(tools[s.tool])) for s in context),
-                                         done), step["rationale"], step["tool"], step["arguments"]))
+            out.append(Example(StepInput(trajectory["query"], history(context, tools.__getitem__), done),
+                               step["rationale"], step["tool"], step["arguments"]))
             context.append(StepRecord("", step["tool"], step["arguments"], step.get("observation", "")))
     return out
