@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autotool.rollout import embed, logprobs, rollout, teacher_rollout
+from autotool.rollout import embed, logprobs, teacher_rollout
 from training import loop
 from training.config import ConfigError, load
-from training.losses import RewardWeights, grpo_loss, group_advantages, reward
+from training.losses import RewardWeights, grpo_loss, group_advantages
 from training.trainer import RunConfig, Trainer
 
 STAGES = ("sft", "grpo")
@@ -70,11 +70,6 @@ class Phase1(Trainer):
         super().__init__(config, list(config.stages), "phase 1")
         self.reference = None
 
-    def batch(self, step: int, size: int) -> list:
-        a = self.accelerator
-        return [self.examples[i] for i in loop.batch_indices(len(self.examples), size, step, self.config.train_seed,
-                                                             a.process_index, a.num_processes)]
-
     def sft_loss(self, batch: list) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Language-model loss on the rationale and call tokens + `select_weight` x the selection cross-entropy."""
         queries = embed(self.table, [e.input.query for e in batch])
@@ -104,13 +99,9 @@ class Phase1(Trainer):
         c, started = self.config.grpo, time.perf_counter()
         batch = self.batch(step, c.batch_size)
         torch.manual_seed(self.config.train_seed * 1_000_003 + step)  # resumable sampling
-        self.policy.model.eval()
-        groups = rollout(self.policy, self.table, [e.input for e in batch], group=c.group, sample=True,
-                         temperature=c.temperature, rationale_tokens=self.config.rationale_tokens,
-                         call_tokens=self.config.call_tokens)
+        groups, nested = self.rewarded_rollouts(batch, c.group, c.temperature, c.reward)
         generated = time.perf_counter()
-        terms = [reward(r.format_ok, r.call, e.gold_call, self.table.tools[r.tool].name, c.reward)
-                 for e, g in zip(batch, groups) for r in g]
+        terms = [t for g in nested for t in g]
         rewards = torch.tensor([t["reward"] for t in terms]).view(len(batch), c.group)
         advantages = group_advantages(rewards).flatten().to(self.accelerator.device)
         flat = [r for g in groups for r in g]

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autotool.rollout import logprobs, rollout
+from autotool.rollout import logprobs
 from training import loop
 from training.config import ConfigError
-from training.losses import RewardWeights, plackett_luce_loss, reward
+from training.losses import RewardWeights, plackett_luce_loss
 from training.phase1 import main as run_main
 from training.trainer import RunConfig, Trainer
 
@@ -79,17 +79,10 @@ class Phase2(Trainer):
 
     def rank_step(self, step: int) -> dict[str, float]:
         c, started = self.config.rank, time.perf_counter()
-        a = self.accelerator
-        batch = [self.examples[i] for i in loop.batch_indices(len(self.examples), c.batch_size, step,
-                                                              self.config.train_seed, a.process_index, a.num_processes)]
-        torch.manual_seed(self.config.train_seed * 1_000_003 + step)
-        self.policy.model.eval()
-        groups = rollout(self.policy, self.table, [e.input for e in batch], group=c.candidates, sample=True,
-                         temperature=c.temperature, rationale_tokens=self.config.rationale_tokens,
-                         call_tokens=self.config.call_tokens)
+        batch = self.batch(step, c.batch_size)
+        torch.manual_seed(self.config.train_seed * 1_000_003 + step)  # resumable sampling
+        groups, terms = self.rewarded_rollouts(batch, c.candidates, c.temperature, c.reward)
         generated = time.perf_counter()
-        terms = [[reward(r.format_ok, r.call, e.gold_call, self.table.tools[r.tool].name, c.reward) for r in g]
-                 for e, g in zip(batch, groups)]
         self.policy.model.train()
         flat = [r for g in groups for r in g]
         scores, _ = selection_scores(self.policy, self.reference, self.table, flat, c.beta)

@@ -21,9 +21,10 @@ import torch
 from tqdm import tqdm
 
 from autotool.policy import Policy
-from autotool.rollout import ToolTable
+from autotool.rollout import ToolTable, rollout
 from training import loop
 from training.data import DataError, build_trajectories, check_no_unseen, examples, read_jsonl, write_jsonl
+from training.losses import reward
 
 log = logging.getLogger("training")
 
@@ -93,8 +94,27 @@ class Trainer:
         if not self.examples:
             raise DataError(f"no training examples from {config.trajectories or config.benchmark + ' train split'}")
         self.data_counts = dict(counts)
+        if self.main:
+            tqdm.write(f"training data: {len(self.examples)} steps; trajectories {self.data_counts}")
         self.policy: Policy | None = None
         self.source: Path | None = Path(config.init) if config.init else None
+
+    # -- data and rollouts -----------------------------------------------------------------------
+    def batch(self, step: int, size: int) -> list:
+        """This process's examples for `step` (seeded epochs, resumable from the step alone)."""
+        a = self.accelerator
+        return [self.examples[i] for i in loop.batch_indices(len(self.examples), size, step, self.config.train_seed,
+                                                             a.process_index, a.num_processes)]
+
+    def rewarded_rollouts(self, batch: list, group: int, temperature: float, weights) -> tuple[list, list]:
+        """`group` sampled rollouts for each example of `batch`, and each rollout's reward terms (same nesting)."""
+        self.policy.model.eval()
+        groups = rollout(self.policy, self.table, [e.input for e in batch], group=group, sample=True,
+                         temperature=temperature, rationale_tokens=self.config.rationale_tokens,
+                         call_tokens=self.config.call_tokens)
+        terms = [[reward(r.format_ok, r.call, e.gold_call, self.table.tools[r.tool].name, weights) for r in g]
+                 for e, g in zip(batch, groups)]
+        return groups, terms
 
     # -- policy ---------------------------------------------------------------------------------
     def _load(self, path: Path) -> Policy:
@@ -183,7 +203,8 @@ class Trainer:
                     loop.save_checkpoint(self.out, stage, step + 1, self.policy, optimizer, self.config.keep_checkpoints)
             if self.main:
                 self.policy.info.update({"trained": f"{self.title}: {stage}", "benchmark": self.bench.name,
-                                         "split_seed": self.config.seed, "config": dataclasses.asdict(self.config)})
+                                         "split_seed": self.config.seed, "data": self.data_counts,
+                                         "config": dataclasses.asdict(self.config)})
                 self.policy.save(done)
                 self.log.plot(self.title)
             self.accelerator.wait_for_everyone()
