@@ -53,6 +53,7 @@ class AddReport:
     added: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # by `prune`
     embedded: int = 0  # texts that went through the embedder (unchanged texts reuse their embedding)
 
 
@@ -201,13 +202,16 @@ class ToolBank:
         tmp.write_text(json.dumps(manifest, indent=2) + "\n")
         os.replace(tmp, self.path / "manifest.json")
 
-    def add(self, tools: Iterable[Tool], *, replace: bool = False, progress: bool = False) -> AddReport:
+    def add(self, tools: Iterable[Tool], *, replace: bool = False, progress: bool = False,
+            prune: str | None = None) -> AddReport:
         """Add tools in one transaction: all of them or, on any error, none.
 
         Args:
             tools: Tools with names unique in the batch.
             replace: Overwrite tools of the same name; without it an existing name is a `BankError`.
             progress: Show a progress bar while embedding.
+            prune: A namespace: in the same transaction, remove its tools that are not in `tools` (to
+                mirror a source that dropped some).
 
         Returns:
             An `AddReport`. A tool identical to the stored one is left as it is; a text that did not
@@ -250,9 +254,13 @@ class ToolBank:
                     (report.replaced if old else report.added).append(tool.name)
                     new_ids.append(rowid)
                     new_vectors.append(vectors[tool.text_hash])
-            if report.added or report.replaced:
+                if prune is not None:
+                    stale = self.store.tools(self.store.ids_where(prune)).values()
+                    report.removed = sorted(t.name for t in stale if t.name not in set(names))
+                    self.store.delete(report.removed)
+            if report.added or report.replaced or report.removed:
                 index = self._index
-                if index is not None and index.generation == generation and not report.replaced:
+                if index is not None and index.generation == generation and not (report.replaced or report.removed):
                     index.add(np.array(new_ids), np.stack(new_vectors), self.store.generation)
                     index.save(self.path)
                 else:

@@ -81,8 +81,7 @@ def init(ctx, embedder, index_factory):
     click.echo(f"created bank {bank.path} (embedder {bank.embedder_id}, dim {bank.dim}, index {bank.index_factory})")
 
 
-def _add(ctx, files, fmt, namespace, replace, skip_invalid, embedder):
-    from toolbank.bank import ToolBank
+def _read_files(files, fmt, namespace, skip_invalid):
     from toolbank.tool import load_file
 
     tools, errors = [], []
@@ -90,23 +89,30 @@ def _add(ctx, files, fmt, namespace, replace, skip_invalid, embedder):
         file_tools, file_errors = load_file(file, fmt, namespace=namespace, skip_invalid=skip_invalid)
         tools += file_tools
         errors += file_errors
+    return tools, errors
+
+
+def _add(ctx, tools, errors, replace, embedder, prune=None, source="the input"):
+    from toolbank.bank import ToolBank
+
     for error in errors:
         click.echo(f"skipped: {error}", err=True)
-    if not tools:
-        raise click.ClickException("no valid tools to add; nothing was changed")
+    if not tools and prune is None:
+        raise click.ClickException(f"no valid tools in {source}; nothing was changed")
     path = _bank_path(ctx)
     if (path / "manifest.json").exists() and embedder:
         raise click.ClickException(f"--embedder applies when creating a bank; {path} exists. "
                                    "To re-embed it use `toolbank reindex --embedder ...`")
     bank = ToolBank.open(path, embedder=embedder)
-    report = bank.add(tools, replace=replace, progress=len(tools) >= 64)
+    report = bank.add(tools, replace=replace, progress=len(tools) >= 64, prune=prune)
     click.echo(f"{bank.path}: added {len(report.added)}, replaced {len(report.replaced)}, "
-               f"unchanged {len(report.unchanged)} ({report.embedded} texts embedded); {len(bank)} tools in all"
+               f"unchanged {len(report.unchanged)}"
+               + (f", removed {len(report.removed)}" if prune is not None else "")
+               + f" ({report.embedded} texts embedded); {len(bank)} tools in all"
                + (f"; skipped {len(errors)} invalid" if errors else ""))
 
 
 _add_options = [
-    click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False)),
     click.option("--namespace", help="Put every tool in this namespace."),
     click.option("--replace", is_flag=True, help="Overwrite tools whose name is already in the bank."),
     click.option("--skip-invalid", is_flag=True,
@@ -122,6 +128,7 @@ def _with_add_options(fn):
 
 
 @main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @_with_add_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Format of every tool; detected per tool by default.")
@@ -132,18 +139,60 @@ def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
 
     All tools of all files go in one transaction: one invalid tool adds none (see --skip-invalid).
     """
-    _add(ctx, files, fmt, namespace, replace, skip_invalid, embedder)
+    _add(ctx, *_read_files(files, fmt, namespace, skip_invalid), replace, embedder)
 
 
 @main.command("import")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @_with_add_options
-@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "mcp"]), required=True,
-              help="Format of the tools in FILES.")
+@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "mcp"]),
+              help="Format of the tools in FILES (required with FILES).")
+@click.option("--from-mcp", "command", metavar="COMMAND",
+              help='Start this MCP server over stdio (e.g. "python server.py --flag") and import its tools.')
+@click.option("--sync", is_flag=True, help="With --from-mcp: also remove the namespace's tools the server no longer lists.")
+@click.option("--timeout", default=30.0, show_default=True, help="With --from-mcp: seconds for the whole exchange.")
 @click.pass_context
 @_user_errors
-def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
-    """Register tools exported from OpenAI, Anthropic or an MCP server's tools/list."""
-    _add(ctx, files, fmt, namespace, replace, skip_invalid, embedder)
+def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command, sync, timeout):
+    """Register tools exported from OpenAI, Anthropic or an MCP server's tools/list, or read from a live
+    MCP server.
+
+    \b
+    toolbank import --format openai tools.json
+    toolbank import --from-mcp "npx -y @modelcontextprotocol/server-filesystem /tmp" --sync
+
+    From a server, the tools go in the namespace named after the server (its initialize name; --namespace
+    overrides it). Importing the same server again updates its tools; with --sync the bank then mirrors the
+    server. If the server fails, times out or lists an invalid tool, the bank is left unchanged.
+    """
+    if bool(files) == bool(command):
+        raise click.UsageError("give either FILES (with --format) or --from-mcp COMMAND")
+    if files:
+        if fmt is None:
+            raise click.UsageError("--format is required with FILES")
+        if sync:
+            raise click.UsageError("--sync applies to --from-mcp")
+        _add(ctx, *_read_files(files, fmt, namespace, skip_invalid), replace, embedder)
+        return
+    from toolbank.bank import ToolBank
+    from toolbank.mcp_import import list_server_tools, namespace_for
+    from toolbank.tool import from_dicts
+
+    server_name, objects = list_server_tools(command, timeout=timeout)
+    namespace = namespace or namespace_for(server_name, command)
+    source = f"MCP server `{command}`"
+    tools, errors = from_dicts(objects, source, "mcp", namespace=namespace, skip_invalid=skip_invalid)
+    click.echo(f"{source}: {len(objects)} tools listed, namespace {namespace!r}", err=True)
+    if not replace and (_bank_path(ctx) / "manifest.json").exists():
+        # The server's own tools from an earlier import are updated; a name held by another namespace is not.
+        bank = ToolBank.load(_bank_path(ctx))
+        held = [t for t in (bank.store.get(tool.name) for tool in tools) if t is not None]
+        clash = [t.name for t in held if t.namespace != namespace]
+        if clash:
+            raise click.ClickException(f"{source}: tool {clash[0]!r} is already in the bank outside namespace "
+                                       f"{namespace!r}; use --replace to overwrite or --namespace; nothing was changed")
+        replace = True
+    _add(ctx, tools, errors, replace, embedder, prune=namespace if sync else None, source=source)
 
 
 @main.command()
@@ -240,6 +289,32 @@ def stats(ctx, as_json):
         return
     for key, value in info.items():
         click.echo(f"{key:>14}: {value}")
+
+
+@main.command()
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: the address to bind (loopback only by default).")
+@click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
+@click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
+@click.option("--policy", "policy_path", type=click.Path(file_okay=False, exists=True),
+              help="Policy folder for select_tool (default: the default policy).")
+@click.pass_context
+@_user_errors
+def serve(ctx, transport, host, port, allow_write, policy_path):
+    """Serve the bank to agents over MCP: search_tools, select_tool, list_namespaces (and add_tool).
+
+    \b
+    toolbank --bank ./bank serve                          # for an MCP client that starts it
+    toolbank --bank ./bank serve --transport http --port 8000
+    """
+    from toolbank.serve import serve as run
+
+    bank = _load(ctx)
+    click.echo(f"serving {bank.path} ({len(bank)} tools) over {transport}"
+               + (f" at http://{host}:{port}/mcp" if transport == "http" else "")
+               + ("; add_tool enabled" if allow_write else "; read-only"), err=True)
+    run(bank, transport, host=host, port=port, allow_write=allow_write, policy_path=policy_path)
 
 
 @main.command()

@@ -254,16 +254,22 @@ def load_file(path: str | Path, fmt: str | None = None, *, namespace: str | None
         objects = parse_text(read_text(path))
     except ToolError as e:
         raise ToolError(e.reason, file=str(path)) from None
+    return from_dicts(objects, str(path), fmt, namespace=namespace, skip_invalid=skip_invalid)
+
+
+def from_dicts(objects: Iterable[Any], source: str, fmt: str | None = None, *, namespace: str | None = None,
+               skip_invalid: bool = False) -> tuple[list[Tool], list[ToolError]]:
+    """Tools from tool objects read from `source` (a file, a server: named in errors); see `load_file`."""
     tools, errors, seen = [], [], set()
     for i, obj in enumerate(objects, 1):
         try:
             tool = from_dict(obj, fmt, namespace=namespace)
             if tool.name in seen:
-                raise ToolError("appears twice in this file; names must be unique", tool=tool.name, field="name")
+                raise ToolError(f"appears twice in {source}; names must be unique", tool=tool.name, field="name")
             seen.add(tool.name)
             tools.append(tool)
         except ToolError as e:
-            error = ToolError(e.reason, file=str(path), tool=e.tool or f"#{i}", field=e.field)
+            error = ToolError(e.reason, file=source, tool=e.tool or f"#{i}", field=e.field)
             if not skip_invalid:
                 raise error from None
             errors.append(error)

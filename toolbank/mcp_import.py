@@ -1,0 +1,97 @@
+"""Read the tools of an MCP server: start it over stdio, page through `tools/list`, stop it.
+
+    name, tools = list_server_tools("python my_server.py", timeout=30)
+
+The CLI (`toolbank import --from-mcp "COMMAND ARGS..."`) turns the result into bank tools under a namespace
+named after the server.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import tempfile
+from typing import Any
+
+from toolbank.tool import ToolError
+
+MAX_PAGES = 1000
+
+
+class MCPImportError(ToolError):
+    """The server could not be started, did not answer in time, or answered with something else than tools."""
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups: anyio task groups wrap what went wrong."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for e in error.exceptions for leaf in _leaves(e)]
+    return [error]
+
+
+async def _list_tools(argv: list[str], timeout: float, errlog) -> tuple[str | None, list[dict[str, Any]]]:
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:])
+    with anyio.fail_after(timeout):
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=timeout, cache=None) as client:
+            name = client.server_info.name if client.server_info else None
+            tools, cursor, cursors = [], None, set()
+            for _ in range(MAX_PAGES):
+                page = await client.list_tools(cursor=cursor)
+                tools += [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in page.tools]
+                cursor = page.next_cursor
+                if not cursor:
+                    return name, tools
+                if cursor in cursors:
+                    raise MCPImportError(f"tools/list repeats the cursor {cursor!r}: the listing never ends")
+                cursors.add(cursor)
+            raise MCPImportError(f"tools/list has more than {MAX_PAGES} pages")
+
+
+def list_server_tools(command: str, timeout: float = 30.0) -> tuple[str | None, list[dict[str, Any]]]:
+    """Start the MCP server `command` (a shell-style command line), read all its tools, stop it.
+
+    Returns:
+        The server's name (from its initialize answer; None when it gives none) and its tools as MCP
+        tool objects (`{"name", "description", "inputSchema", ...}`), in the server's order.
+
+    Raises:
+        MCPImportError: The command is empty or not found, the server exits or fails, or it takes longer
+            than `timeout` seconds in all; the message ends with the last lines the server wrote to stderr.
+    """
+    import anyio
+
+    argv = shlex.split(command)
+    source = f"MCP server `{command}`"
+    if not argv:
+        raise MCPImportError("the command is empty; give the command line that starts the MCP server")
+    if shutil.which(argv[0]) is None:
+        raise MCPImportError(f"command {argv[0]!r} not found", file=source)
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            return anyio.run(_list_tools, argv, timeout, errlog)
+        except MCPImportError as e:
+            raise MCPImportError(e.reason, file=source) from None
+        except BaseException as e:  # noqa: BLE001: anything the server or transport did wrong is reported
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            leaves = _leaves(e)
+            if any(isinstance(leaf, TimeoutError) for leaf in leaves):
+                reason = f"no complete tools/list within {timeout:g} s"
+            else:
+                reason = "; ".join(f"{type(leaf).__name__}: {leaf}".rstrip(": ") for leaf in leaves[:3])
+            errlog.seek(0)
+            tail = errlog.read()[-1500:].strip()
+            raise MCPImportError(reason + (f"\n--- its stderr (last lines) ---\n{tail}" if tail else ""),
+                                 file=source) from None
+
+
+def namespace_for(server_name: str | None, command: str) -> str:
+    """A valid namespace from the server's name, else from the command's program name."""
+    raw = server_name or shlex.split(command)[0].rsplit("/", 1)[-1]
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "-", raw).strip("-.")[:64]
+    return cleaned or "mcp"
