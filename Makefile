@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast test-slow bench train-metatool lint clean
+.PHONY: setup run test test-fast test-slow bench train-metatool train-default eval-default lint clean
 
 setup: $(VENV)/.installed
 
@@ -37,6 +37,12 @@ bench: setup  ## speed and recall of the tool bank (takes a while; run alone)
 
 train-metatool: setup  ## Phase I, Phase II and the equal-compute ablation on MetaTool, evaluated (about 2 h on 2 cores)
 	sh training/train_metatool.sh
+
+train-default: setup  ## train the shipped default policy (autotool/default_policy/; about 25 min on 2 cores)
+	@start=$$(date +%s); sh training/train_default.sh; echo "train-default: $$(( $$(date +%s) - start )) s wall time"
+
+eval-default: setup  ## the shipped policy against bm25, dense, hybrid and namegen on both benchmarks (eval/results/)
+	sh eval/eval_default.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,4 +1,5 @@
-"""The main job: build the default tool bank from the bundled catalogs, search it, and select tools with the policy.
+"""The main job: build the default tool bank from the bundled catalogs, search it, select tools with the shipped
+policy (rationale, probability, arguments), and show how it compares with retrieval on unseen tools.
 
     make run          # or: .venv/bin/python demo.py [--bank PATH]
 
@@ -17,6 +18,7 @@ from autotool.select import default_policy
 from toolbank import Tool, ToolBank, default_bank_path, load_file
 
 CATALOGS = Path(__file__).parent / "eval" / "data"
+RESULTS = Path(__file__).parent / "eval" / "results"
 QUERIES = [
     "Will the air be clean enough to go running tomorrow? My zip code is 94110.",
     "Find peer-reviewed papers about protein folding",
@@ -64,6 +66,7 @@ def main() -> None:
         print()
 
     print("select_tool (reason mode): rationale, anchor, selection by distance, arguments")
+    print("  (the shipped policy; on a CPU each takes seconds: it writes a rationale, then the call)")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         policy = default_policy(bank)
@@ -80,6 +83,22 @@ def main() -> None:
         print(f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: "
               + ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates))
         print(f"  arguments: {json.dumps(selection.arguments) if selection.arguments is not None else problem}\n")
+    print_results()
+
+
+def print_results() -> None:
+    """The committed evaluation of the shipped policy (`make eval-default`), hit@1 on unseen tools."""
+    print("How it compares on tools it never saw (hit@1, unseen-test; measured by `make eval-default`, "
+          "not recomputed here):")
+    for bench in ("metatool", "seal_tools"):
+        path = RESULTS / f"{bench}-default" / "results.json"
+        if not path.exists():
+            print(f"  {bench}: no results at {path}")
+            continue
+        results = json.loads(path.read_text())
+        split = next(s for s in results["splits"] if s["split"] == "unseen-test")
+        cells = [f"{m} {split['methods'][m]['hit@1']:.3f}" for m in split["methods"]]
+        print(f"  {bench} ({split['n_queries']} queries): " + ", ".join(cells))
 
 
 if __name__ == "__main__":

@@ -49,24 +49,37 @@ class ArgumentError(ValueError):
 
 
 def default_policy_path() -> Path:
-    """`$AUTOTOOL_HOME/policy`: where a trained default policy is looked for."""
+    """`$AUTOTOOL_HOME/policy`: a policy of your own, used instead of the shipped one when present."""
     return autotool_home() / "policy"
 
 
+SHIPPED_POLICY = Path(__file__).parent / "default_policy"  # trained by `make train-default`
 _default: dict[str, Policy] = {}
 
 
 def default_policy(bank: ToolBank) -> Policy:
-    """The trained policy at `default_policy_path()` or, with a warning, the untrained anchor."""
+    """The policy at `default_policy_path()`, else the shipped one, else (with a warning) the untrained anchor.
+
+    The shipped policy reads all-MiniLM-L6-v2 embeddings; for a bank with another embedder it is skipped
+    with a warning that says so.
+    """
     key = f"{bank.embedder_id}|{bank.dim}"
     if key not in _default:
-        path = default_policy_path()
-        if (path / "manifest.json").exists():
-            _default[key] = Policy.load(path, bank)
-        else:
-            warnings.warn(f"no trained policy at {path}: using the untrained anchor (dense retrieval on the "
-                          "query; the rationale does not move the choice)", stacklevel=3)
-            _default[key] = Policy.create(bank)
+        own = default_policy_path()
+        if (own / "manifest.json").exists():
+            _default[key] = Policy.load(own, bank)
+            return _default[key]
+        why = f"no policy at {own} and none shipped at {SHIPPED_POLICY}"
+        if (SHIPPED_POLICY / "manifest.json").exists():
+            manifest = json.loads((SHIPPED_POLICY / "manifest.json").read_text())
+            if (manifest["embedder"], manifest["dim"]) == (bank.embedder_id, bank.dim):
+                _default[key] = Policy.load(SHIPPED_POLICY, bank)
+                return _default[key]
+            why = (f"the shipped policy reads {manifest['embedder']} embeddings (dim {manifest['dim']}); bank "
+                   f"{bank.path} uses {bank.embedder_id} (dim {bank.dim})")
+        warnings.warn(f"{why}: using the untrained anchor (dense retrieval on the query; the rationale does "
+                      "not move the choice)", stacklevel=3)
+        _default[key] = Policy.create(bank)
     return _default[key]
 
 

@@ -68,6 +68,17 @@ register("dense")(_retrieval("dense"))
 register("hybrid")(_retrieval("hybrid"))
 
 
+def _step_input(ctx: EvalContext, step: Step):
+    """The step as the policy reads it: the request and the earlier steps' texts (gold calls when known)."""
+    from autotool.prompts import StepRecord, history
+    from autotool.rollout import StepInput
+
+    earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
+    if not step.query.calls:
+        earlier = [StepRecord("", name, {}) for name in step.context]
+    return StepInput(step.query.text, history(earlier, ctx.bank.get), step.context)
+
+
 @register("policy", fills_arguments=True)
 def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     """The autotool policy: greedy rationale, the most probable tool over the whole bank, greedy call.
@@ -77,8 +88,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     with all steps first), so each step's latency is its batch's time divided by the batch size.
     """
     from autotool.policy import Policy
-    from autotool.prompts import StepRecord, history
-    from autotool.rollout import CALL_TOKENS, RATIONALE_TOKENS, StepInput, ToolTable, rollout
+    from autotool.rollout import CALL_TOKENS, RATIONALE_TOKENS, ToolTable, rollout
     from autotool.select import default_policy
 
     policy = ctx.options.get("policy")
@@ -92,19 +102,13 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     table = ToolTable.from_bank(ctx.bank)
     cache: dict[str, tuple[Prediction, float]] = {}
 
-    def step_input(step: Step) -> StepInput:
-        earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
-        if not step.query.calls:
-            earlier = [StepRecord("", name, {}) for name in step.context]
-        return StepInput(step.query.text, history(earlier, ctx.bank.get), step.context)
-
     def prepare(steps: list[Step]) -> None:
         import time
 
         for start in range(0, len(steps), batch_size):
             batch = steps[start:start + batch_size]
             began = time.perf_counter()
-            written = rollout(policy, table, [step_input(s) for s in batch], sample=False, mode=mode, **lengths)
+            written = rollout(policy, table, [_step_input(ctx, s) for s in batch], sample=False, mode=mode, **lengths)
             seconds = (time.perf_counter() - began) / len(batch)
             for step, (r,) in zip(batch, written):
                 cache[step.id] = (Prediction([table.tools[t].name for t, _ in r.ranking], [p for _, p in r.ranking],
@@ -121,6 +125,12 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     return predict
 
 
+@register("policy-fast", fills_arguments=True)
+def policy_fast_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
+    """The `policy` method in fast mode (no rationale), so both modes are compared in one run."""
+    return policy_method(EvalContext(ctx.bench, ctx.bank, {**ctx.options, "policy_mode": "fast"}))
+
+
 def register_policy(name: str, path: str, mode: str | None = None) -> None:
     """Evaluate the policy folder `path` as method `name` (several policies can then be compared in one run)."""
 
@@ -129,3 +139,94 @@ def register_policy(name: str, path: str, mode: str | None = None) -> None:
         return policy_method(EvalContext(ctx.bench, ctx.bank, options))
 
     register(name, fills_arguments=True)(factory)
+
+
+NAMEGEN_SYSTEM = "Choose the one tool from the list that does what the user asks, and call it."
+
+
+@register("namegen", fills_arguments=True)
+def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
+    """Name generation (DESIGN.md section 4): the LLM reads the hybrid top-k (names and descriptions) in its
+    prompt and picks the name it finds most likely; then, shown that tool's card, it writes the arguments.
+
+    The LLM is the untrained backbone (the default policy's, LoRA at zero). Choosing by the likelihood of
+    each listed name (summed over its tokens; the listing is read once and its cache shared by the names)
+    means it always names a listed tool. The call is written in the policy's protocol, after the card, with
+    `<tool_call>{"name": "<chosen>", "arguments": ` given (the untrained backbone does not know the
+    protocol; the prefix spares it format errors). Calls are written in batches by `prepare`.
+    Options: `namegen_k` (5), `call_tokens`, `batch_size` (16), `backbone` (a model folder; default the
+    default backbone).
+    """
+    import time
+
+    import torch
+
+    from autotool.calls import CallError, parse_call
+    from autotool.policy import Policy
+    from autotool.prompts import call_prefix, tool_card
+    from autotool.rollout import CALL_TOKENS, _decode, generate_batch, prompt_ids
+
+    policy = Policy.create(ctx.bank, backbone=ctx.options.get("backbone"))
+    model, tokenizer = policy.model.get_base_model(), policy.tokenizer
+    k, batch_size = int(ctx.options.get("namegen_k", 5)), int(ctx.options.get("batch_size", 16))
+    call_tokens = int(ctx.options.get("call_tokens", CALL_TOKENS))
+    cache: dict[str, tuple[Prediction, float]] = {}
+
+    def encode(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    @torch.inference_mode()
+    def name_scores(head: list[int], names: list[list[int]]) -> list[float]:
+        """log p(name | head) for each name: one pass over `head`, then all names at once on its cache."""
+        out = model(input_ids=torch.tensor([head]), use_cache=True)
+        first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+        width = max(len(n) for n in names)
+        past = out.past_key_values
+        past.batch_repeat_interleave(len(names))
+        ids = torch.tensor([n + [tokenizer.pad_token_id] * (width - len(n)) for n in names])
+        mask = torch.tensor([[1] * len(head) + [1] * len(n) + [0] * (width - len(n)) for n in names])
+        logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, past_key_values=past).logits.float(), -1)
+        return [float(first[n[0]]) + sum(float(logp[i, j - 1, n[j]]) for j in range(1, len(n)))
+                for i, n in enumerate(names)]
+
+    def choose(step: Step) -> tuple[list, list[float]]:
+        hits = ctx.bank.search(step.query.text, k=k + len(step.context), mode="hybrid")
+        hits = [h for h in hits if h.name not in step.context][:k]
+        listing = "\n".join(f"- {h.name}: {h.tool.description[:300]}" for h in hits)
+        messages = [{"role": "system", "content": NAMEGEN_SYSTEM},
+                    {"role": "user", "content": f"{step.query.text}\n\nTools:\n{listing}"}]
+        head = encode(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+                      + '<tool_call>{"name": "')
+        scores = name_scores(head, [encode(h.name + '"') for h in hits])
+        order = sorted(range(len(hits)), key=lambda i: -scores[i])
+        return [hits[i].tool for i in order], [scores[i] for i in order]
+
+    def prepare(steps: list[Step]) -> None:
+        for start in range(0, len(steps), batch_size):
+            batch = steps[start:start + batch_size]
+            began = time.perf_counter()
+            chosen = [choose(step) for step in batch]
+            starts = [prompt_ids(policy, _step_input(ctx, step)) + encode("</think><tool_anchor>")
+                      + encode(tool_card(tools[0])) + encode("<tool_call>" + call_prefix(tools[0].name))
+                      for step, (tools, _) in zip(batch, chosen)]
+            written = generate_batch(policy, starts, call_tokens, "</tool_call>", sample=False)
+            seconds = (time.perf_counter() - began) / len(batch)
+            for step, (tools, scores), ids in zip(batch, chosen, written):
+                text = call_prefix(tools[0].name) + _decode(policy, ids)
+                call = None
+                if text.endswith("</tool_call>"):
+                    try:
+                        call = parse_call(text[:-len("</tool_call>")])
+                    except CallError:
+                        pass
+                cache[step.id] = (Prediction([t.name for t in tools], scores, call, call is None), seconds)
+
+    def predict(step: Step) -> Prediction:
+        if step.id not in cache:
+            prepare([step])
+        prediction, seconds = cache[step.id]
+        prediction.extra["seconds"] = seconds
+        return prediction
+
+    predict.prepare = prepare
+    return predict

@@ -1,5 +1,6 @@
 """Helpers shared by tests (importable as `helpers`; pytest puts tests/ on the path)."""
 
+import json
 from pathlib import Path
 
 import faiss
@@ -32,3 +33,37 @@ def index_ids(bank: ToolBank) -> set[int]:
 
 def store_ids(bank: ToolBank) -> set[int]:
     return set(bank.store.tools())
+
+
+# A tiny benchmark folder (tools.jsonl + queries.jsonl) for the eval tests.
+TOOLS = [
+    ("get_weather", "Current weather and temperature in a city"),
+    ("get_forecast", "Weather forecast for the coming days"),
+    ("pdf_to_text", "Convert a PDF document into plain text"),
+    ("send_email", "Send an email message to someone"),
+    ("translate", "Translate text into another language"),
+    ("stock_price", "Latest stock price of a company"),
+    ("news", "Top news headlines about a topic"),
+    ("calculator", "Evaluate a math expression"),
+    ("book_flight", "Book a flight between two airports"),
+    ("convert_currency", "Convert an amount between currencies"),
+]
+
+
+def write_bench(folder, queries_per_tool=6):
+    folder.mkdir()
+    with open(folder / "tools.jsonl", "w") as f:
+        for name, description in TOOLS:
+            params = {"type": "object", "properties": {"x": {"type": "string", "description": "input"}}}
+            f.write(json.dumps({"name": name, "description": description, "parameters": params}) + "\n")
+    with open(folder / "queries.jsonl", "w") as f:
+        n = 0
+        for name, description in TOOLS:
+            for i in range(queries_per_tool):
+                f.write(json.dumps({"id": f"q{n}", "query": f"{description.lower()} please, case {i}",
+                                    "gold_tools": [name], "gold_args": {"calls": [{"tool": name, "args": {"x": str(i)}}]}}) + "\n")
+                n += 1
+        calls = [{"tool": "get_weather", "args": {"x": "Oslo"}}, {"tool": "send_email", "args": {"x": "me"}}]
+        f.write(json.dumps({"id": "multi", "query": "weather in Oslo, then email it to me",
+                            "gold_tools": ["get_weather", "send_email"], "gold_args": {"calls": calls}}) + "\n")
+    return folder

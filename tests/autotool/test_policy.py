@@ -175,3 +175,35 @@ def test_agent_registers_functions_and_runs_the_loop(bank, policy):
     selection, observation = trajectory.steps[0]
     assert selection.tool.name == "get_stock_price" and observation == "ACME: 123.4"
     assert selection.rationale == "price of a stock"
+
+
+def test_default_policy_prefers_your_own_then_the_shipped_one(bank, policy, tmp_path, monkeypatch):
+    import autotool.select as select
+
+    monkeypatch.setenv("AUTOTOOL_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(select, "_default", {})
+    shipped = tmp_path / "shipped"
+    policy.info["trained"] = "shipped"
+    policy.save(shipped)
+    monkeypatch.setattr(select, "SHIPPED_POLICY", shipped)
+    assert select.default_policy(bank).info["trained"] == "shipped"
+
+    monkeypatch.setattr(select, "_default", {})
+    policy.info["trained"] = "my own"
+    policy.save(select.default_policy_path())
+    assert select.default_policy(bank).info["trained"] == "my own"
+
+
+def test_shipped_policy_for_another_embedder_falls_back_with_a_warning(bank, policy, tmp_path, monkeypatch):
+    import autotool.select as select
+
+    monkeypatch.setenv("AUTOTOOL_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(select, "_default", {})
+    policy.save(tmp_path / "shipped")
+    monkeypatch.setattr(select, "SHIPPED_POLICY", tmp_path / "shipped")
+    other = ToolBank.create(tmp_path / "other", HashEmbedder(32))
+    other.add([Tool("t", "a tool", {})])
+    untrained = object()
+    monkeypatch.setattr(select.Policy, "create", classmethod(lambda cls, b: untrained))  # the real one loads SmolLM2
+    with pytest.warns(UserWarning, match=r"reads hash:64 embeddings \(dim 64\).*uses hash:32.*untrained anchor"):
+        assert select.default_policy(other) is untrained

@@ -1,0 +1,26 @@
+import json
+
+from helpers import ASSETS
+
+from autotool import Policy
+from training.ship import main
+
+
+def test_ship_copies_the_policy_and_records_how_it_was_made(bank, tmp_path):
+    first = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    first.info.update({"trained": "phase 1 on a: sft", "benchmark": "a", "split_seed": 0, "config": {"init": ""}})
+    first.save(tmp_path / "first")
+    second = Policy.load(tmp_path / "first", bank)
+    second.info.update({"trained": "phase 1 on b: sft", "benchmark": "b", "config": {"init": str(tmp_path / "first")}})
+    second.save(tmp_path / "second")
+
+    dest = tmp_path / "package" / "default_policy"
+    dest.parent.mkdir()
+    assert main([str(tmp_path / "second"), str(dest), "--command", "make train-default", "--data", "a, then b"]) == 0
+    manifest = json.loads((dest / "manifest.json").read_text())
+    shipped = manifest["shipped"]
+    assert shipped["command"] == "make train-default" and shipped["data"] == "a, then b" and shipped["commit"]
+    assert [run["benchmark"] for run in shipped["lineage"]] == ["a", "b"]
+    assert "config" not in manifest
+    assert Policy.load(dest, bank).info["shipped"]["lineage"][0]["trained"] == "phase 1 on a: sft"
+    assert main([str(tmp_path / "nothing"), str(dest), "--command", "x", "--data", "y"]) == 2
