@@ -1,5 +1,5 @@
 #!/bin/sh
-# Train the default policy shipped in autotool/default_policy/ (see training/configs/default.yaml):
+# Train the default policy shipped in autotool/default_policy/ (see training/configs/phase1-default.yaml):
 # SFT on MetaTool's train split, then on Seal-Tools'; then copy the result into the package.
 # About 25 min on 2 CPU cores (`make train-default` prints the wall time).
 set -eu
@@ -7,8 +7,8 @@ PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-$PY -m training.phase1 --config training/configs/default.yaml --out $RUNS/default-metatool
-$PY -m training.phase1 --config training/configs/default.yaml --benchmark seal_tools \
+$PY -m training.phase1 --config training/configs/phase1-default.yaml --out $RUNS/default-metatool
+$PY -m training.phase1 --config training/configs/phase1-default.yaml --benchmark seal_tools \
     --init $RUNS/default-metatool/policy-sft --out $RUNS/default-seal_tools --sft.steps 30
 $PY -m training.ship $RUNS/default-seal_tools/policy-sft autotool/default_policy \
     --command "make train-default" --data "metatool train (seed 0, 60x8 steps), then seal_tools train (seed 0, 30x8 steps)"
