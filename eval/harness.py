@@ -24,6 +24,9 @@ class EvalError(ValueError):
     """Bad evaluation arguments (unknown method, ...). The message says what was expected."""
 
 
+PREPARE_CHUNK = 64  # steps handed to a batched method at a time (a progress bar counts them)
+
+
 def check_methods(methods: list[str]) -> None:
     """`EvalError` naming the first method that is not registered."""
     unknown = [m for m in methods if m not in METHODS]
@@ -84,7 +87,11 @@ def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str]
     for name in methods:
         predict = METHODS[name](ctx)
         if hasattr(predict, "prepare"):  # methods that work in batches write all steps first
-            predict.prepare(steps)
+            with tqdm(total=len(steps), desc=f"{split_name} {name} (writing)", disable=not progress,
+                      leave=False) as bar:
+                for start in range(0, len(steps), PREPARE_CHUNK):
+                    predict.prepare(steps[start:start + PREPARE_CHUNK])
+                    bar.update(len(steps[start:start + PREPARE_CHUNK]))
         rows, seconds = [], []
         for step in tqdm(steps, desc=f"{split_name} {name}", disable=not progress, leave=False):
             started = time.perf_counter()

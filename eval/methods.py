@@ -153,7 +153,8 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     each listed name (summed over its tokens; the listing is read once and its cache shared by the names)
     means it always names a listed tool. The call is written in the policy's protocol, after the card, with
     `<tool_call>{"name": "<chosen>", "arguments": ` given (the untrained backbone does not know the
-    protocol; the prefix spares it format errors). Calls are written in batches by `prepare`.
+    protocol; the prefix spares it format errors), and read as `select_tool` reads arguments: the JSON
+    object that follows (a closing tag is not required). Calls are written in batches by `prepare`.
     Options: `namegen_k` (5), `call_tokens`, `batch_size` (16), `backbone` (a model folder; default the
     default backbone).
     """
@@ -161,10 +162,10 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
 
     import torch
 
-    from autotool.calls import CallError, parse_call
     from autotool.policy import Policy
     from autotool.prompts import call_prefix, tool_card
     from autotool.rollout import CALL_TOKENS, _decode, generate_batch, prompt_ids
+    from autotool.select import _parse_arguments
 
     policy = Policy.create(ctx.bank, backbone=ctx.options.get("backbone"))
     model, tokenizer = policy.model.get_base_model(), policy.tokenizer
@@ -212,13 +213,12 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
             written = generate_batch(policy, starts, call_tokens, "</tool_call>", sample=False)
             seconds = (time.perf_counter() - began) / len(batch)
             for step, (tools, scores), ids in zip(batch, chosen, written):
-                text = call_prefix(tools[0].name) + _decode(policy, ids)
-                call = None
-                if text.endswith("</tool_call>"):
-                    try:
-                        call = parse_call(text[:-len("</tool_call>")])
-                    except CallError:
-                        pass
+                # The untrained backbone rarely closes the call with </tool_call> (it ends its turn instead),
+                # so its arguments are read as select_tool reads them: the JSON object after `"arguments": `.
+                try:
+                    call = {"name": tools[0].name, "arguments": _parse_arguments(_decode(policy, ids))}
+                except ValueError:
+                    call = None
                 cache[step.id] = (Prediction([t.name for t in tools], scores, call, call is None), seconds)
 
     def predict(step: Step) -> Prediction:
