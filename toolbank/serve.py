@@ -17,9 +17,9 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
 
-from toolbank.bank import BankError, ToolBank
+from toolbank.bank import ToolBank
 from toolbank.search import MODES
-from toolbank.tool import ToolError, from_dict
+from toolbank.tool import from_dict
 
 INSTRUCTIONS = ("Find the right tool for a task among the tools of this bank. `search_tools` ranks tools for a "
                 "request (hybrid: BM25 and embeddings); `select_tool` asks the autotool policy to choose one, "
@@ -46,13 +46,12 @@ def build_server(bank: ToolBank, *, allow_write: bool = False, policy_path: str 
     policy: list = []  # loaded on first use: it takes seconds
 
     def guarded(fn, *args, **kwargs):
-        """Run `fn` under the lock; the library's input errors become MCP tool errors with their reason."""
-        from autotool.policy import PolicyError
-
+        """Run `fn` under the lock; the library's input errors (BankError, ToolError, PolicyError: all
+        ValueErrors; KeyError for an unknown name) become MCP tool errors with their reason."""
         with lock:
             try:
                 return fn(*args, **kwargs)
-            except (BankError, ToolError, PolicyError, ValueError, KeyError) as e:
+            except (ValueError, KeyError) as e:
                 raise MCPToolError(str(e.args[0]) if isinstance(e, KeyError) else str(e)) from None
 
     @server.tool()
