@@ -68,6 +68,21 @@ register("dense")(_retrieval("dense"))
 register("hybrid")(_retrieval("hybrid"))
 
 
+def _batched(prepare: Callable[[list[Step]], None], cache: dict) -> Callable[[Step], Prediction]:
+    """`predict` for a method that writes steps in batches: `prepare` fills `cache` (step id -> (Prediction,
+    seconds a step)); the harness calls it with all steps first, a step not prepared is prepared alone."""
+
+    def predict(step: Step) -> Prediction:
+        if step.id not in cache:
+            prepare([step])
+        prediction, seconds = cache[step.id]
+        prediction.extra["seconds"] = seconds
+        return prediction
+
+    predict.prepare = prepare
+    return predict
+
+
 def _step_input(ctx: EvalContext, step: Step):
     """The step as the policy reads it: the request and the earlier steps' texts (gold calls when known)."""
     from autotool.prompts import StepRecord, history
@@ -114,15 +129,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
                 cache[step.id] = (Prediction([table.tools[t].name for t, _ in r.ranking], [p for _, p in r.ranking],
                                              r.call, not r.format_ok, {"rationale": r.rationale}), seconds)
 
-    def predict(step: Step) -> Prediction:
-        if step.id not in cache:
-            prepare([step])
-        prediction, seconds = cache[step.id]
-        prediction.extra["seconds"] = seconds
-        return prediction
-
-    predict.prepare = prepare
-    return predict
+    return _batched(prepare, cache)
 
 
 @register("policy-fast", fills_arguments=True)
@@ -221,12 +228,4 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
                     call = None
                 cache[step.id] = (Prediction([t.name for t in tools], scores, call, call is None), seconds)
 
-    def predict(step: Step) -> Prediction:
-        if step.id not in cache:
-            prepare([step])
-        prediction, seconds = cache[step.id]
-        prediction.extra["seconds"] = seconds
-        return prediction
-
-    predict.prepare = prepare
-    return predict
+    return _batched(prepare, cache)
