@@ -18,6 +18,14 @@ class CallError(ValueError):
     """A call's text does not parse as `{"name": ..., "arguments": {...}}`."""
 
 
+def parse_arguments(text: str) -> dict[str, Any]:
+    """The JSON object at the start of `text` (a model writes it after `"arguments": `); ValueError if none."""
+    obj, _ = json.JSONDecoder().raw_decode(text.strip())
+    if not isinstance(obj, dict):
+        raise ValueError("arguments are not a JSON object")
+    return obj
+
+
 def parse_call(text: str) -> dict[str, Any]:
     """Parse the JSON inside `<tool_call>...</tool_call>` into `{"name", "arguments"}`; `CallError` if it can't."""
     try:

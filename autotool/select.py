@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from autotool.calls import schema_errors
+from autotool.calls import parse_arguments, schema_errors
 from autotool.policy import Candidate, Policy
 from autotool.prompts import MAX_QUERY_CHARS, StepRecord, call_prefix, history, prompt, tool_card
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
@@ -92,19 +92,11 @@ def _clean_query(query: str) -> str:
     return query
 
 
-def _parse_arguments(text: str) -> dict:
-    """The JSON object at the start of `text` (the model writes it after `"arguments": `)."""
-    obj, _ = json.JSONDecoder().raw_decode(text.strip())
-    if not isinstance(obj, dict):
-        raise ValueError("arguments are not a JSON object")
-    return obj
-
-
 def fill_arguments(policy: Policy, before_call: str, tool: Tool) -> tuple[dict | None, str, list[str]]:
     """Generate arguments after the call's prefix; returns (arguments or None, raw text, errors)."""
     raw = policy.generate(before_call + "<tool_call>" + call_prefix(tool.name), ARGUMENT_TOKENS, ["</tool_call>"])
     try:
-        arguments = _parse_arguments(raw)
+        arguments = parse_arguments(raw)
     except ValueError as e:
         return None, raw, [f"not a JSON object: {e}"]
     errors = schema_errors(arguments, tool.parameters)

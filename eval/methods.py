@@ -169,10 +169,10 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
 
     import torch
 
+    from autotool.calls import parse_arguments
     from autotool.policy import Policy
     from autotool.prompts import call_prefix, tool_card
     from autotool.rollout import CALL_TOKENS, _decode, generate_batch, prompt_ids
-    from autotool.select import _parse_arguments
 
     policy = Policy.create(ctx.bank, backbone=ctx.options.get("backbone"))
     model, tokenizer = policy.model.get_base_model(), policy.tokenizer
@@ -223,7 +223,7 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
                 # The untrained backbone rarely closes the call with </tool_call> (it ends its turn instead),
                 # so its arguments are read as select_tool reads them: the JSON object after `"arguments": `.
                 try:
-                    call = {"name": tools[0].name, "arguments": _parse_arguments(_decode(policy, ids))}
+                    call = {"name": tools[0].name, "arguments": parse_arguments(_decode(policy, ids))}
                 except ValueError:
                     call = None
                 cache[step.id] = (Prediction([t.name for t in tools], scores, call, call is None), seconds)
