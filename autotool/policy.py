@@ -163,6 +163,16 @@ class Policy:
                 if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")}
         return cls(model, tokenizer, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
 
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def to(self, device: str | torch.device) -> "Policy":
+        """Move the backbone and the anchor head to `device` (e.g. "cuda"); returns the policy."""
+        self.model.to(device)
+        self.head.to(device)
+        return self
+
     # -- the language model ---------------------------------------------------------------------
     @contextmanager
     def merged(self):
@@ -185,12 +195,12 @@ class Policy:
     @torch.inference_mode()
     def hidden_at_end(self, text: str) -> torch.Tensor:
         """(hidden,) last-layer hidden state at the last token of `text` (the `<tool_anchor>`)."""
-        out = self.model(input_ids=self.encode(text), output_hidden_states=True, logits_to_keep=1)
+        out = self.model(input_ids=self.encode(text).to(self.device), output_hidden_states=True, logits_to_keep=1)
         return out.hidden_states[-1][0, -1]
 
     def generate(self, text: str, max_new_tokens: int, stop: Sequence[str], sample: bool = False) -> str:
         """Continue `text`, stopping after any string in `stop` (not included) or `max_new_tokens`."""
-        ids = self.encode(text)
+        ids = self.encode(text).to(self.device)
         stop_ids = [self.tokenizer.convert_tokens_to_ids(s) for s in stop if s in self.tokenizer.get_vocab()]
         with self.merged(), torch.inference_mode():
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
@@ -204,11 +214,11 @@ class Policy:
     def anchor(self, bank: ToolBank, query: str, rationale: str = "", hidden: torch.Tensor | None = None) -> np.ndarray:
         """(dim,) unit anchor vector for one step."""
         texts = [query] + ([rationale] if rationale.strip() else [])
-        vectors = torch.from_numpy(bank.embedder.encode(texts))  # (1 or 2, dim)
+        vectors = torch.from_numpy(bank.embedder.encode(texts)).to(self.device)  # (1 or 2, dim)
         with torch.no_grad():
             e = self.head(None if hidden is None else hidden[None], vectors[:1],
                           vectors[1:2] if len(texts) == 2 else None)
-        return e[0].numpy()
+        return e[0].cpu().numpy()
 
     def candidates(self, bank: ToolBank, anchor: np.ndarray, query: str, top_k: int = 64,
                    namespace: str | None = None) -> list[Candidate]:
@@ -218,5 +228,5 @@ class Policy:
             return []
         cosines = torch.tensor([h.score for h in hits])  # (k,)
         with torch.no_grad():
-            probs = torch.softmax(2.0 * self.head.log_g.exp() * cosines, dim=0)
+            probs = torch.softmax(2.0 * float(self.head.log_g.exp()) * cosines, dim=0)
         return [Candidate(h.tool, float(p), float(c)) for h, p, c in zip(hits, probs, cosines)]

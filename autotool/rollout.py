@@ -168,7 +168,7 @@ def selection_logits(policy: Policy, table: ToolTable, hidden: torch.Tensor, rol
     """(batch, n_tools) logits of p(t | e') for each rollout's anchor; excluded tools at -inf."""
     queries = torch.stack([r.query_vector for r in rollouts]).to(hidden.device)
     rationales = torch.stack([r.rationale_vector for r in rollouts]).to(hidden.device)
-    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors)
+    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors.to(hidden.device))
     for row, r in enumerate(rollouts):
         for name in r.input.exclude:
             if name in table.index:

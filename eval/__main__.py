@@ -28,14 +28,18 @@ from eval.benchmarks import QUERY_SPLITS
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tool split and of sampling.")
 @click.option("--single-tool", is_flag=True, help="Only queries with one gold tool.")
 @click.option("--embedder", default="default", show_default=True, help="Embedder of the evaluation bank.")
-@click.option("--policy", "policies", multiple=True, metavar="[NAME=]PATH",
-              help="Evaluate the policy folder PATH as method NAME (default name `policy`); repeatable, to compare "
-                   "policies in one run. Without it, method `policy` is the default policy.")
+@click.option("--policy", "policies", multiple=True, metavar="[NAME=]PATH[:MODE]",
+              help="Evaluate the policy folder PATH as method NAME (default name `policy`), in MODE (reason or "
+                   "fast; default --policy-mode); repeatable, to compare policies in one run. Without it, method "
+                   "`policy` is the default policy.")
 @click.option("--policy-mode", type=click.Choice(["reason", "fast"]), default="reason", show_default=True,
               help="reason: the policy writes a rationale first; fast: it does not.")
+@click.option("--device", default=None, help="Where the LLM methods run (cpu, cuda); default the GPU if there is one.")
+@click.option("--batch-size", type=click.IntRange(1), default=16, show_default=True,
+              help="Steps the LLM methods write at once.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder (default runs/eval-BENCH-TIME).")
-def main(bench, methods, splits, limit, seed, single_tool, embedder, policies, policy_mode, out):
+def main(bench, methods, splits, limit, seed, single_tool, embedder, policies, policy_mode, device, batch_size, out):
     from eval import report
     from eval.benchmarks import BenchmarkError, load_benchmark, load_split
     from eval.harness import EvalError, check_methods, eval_bank, evaluate
@@ -49,9 +53,10 @@ def main(bench, methods, splits, limit, seed, single_tool, embedder, policies, p
         names = [m.strip() for m in methods.split(",") if m.strip()]
         for spec in policies:
             name, _, path = spec.rpartition("=")
+            path, _, mode = path.rpartition(":") if path.endswith((":fast", ":reason")) else (path, "", None)
             if not Path(path, "manifest.json").is_file():
                 raise EvalError(f"--policy {spec}: {path} is not a policy folder (no manifest.json)")
-            register_policy(name or "policy", path)
+            register_policy(name or "policy", path, mode)
             if (name or "policy") not in names:
                 names.append(name or "policy")
         split_names = [s.strip() for s in splits.split(",") if s.strip()]
@@ -64,7 +69,8 @@ def main(bench, methods, splits, limit, seed, single_tool, embedder, policies, p
                    "command": "python -m eval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
                    "policy_mode": policy_mode,
                    "splits": [evaluate(benchmark, split, s, names, bank, limit, seed, single_tool,
-                                       {"policy_mode": policy_mode}) for s in split_names]}
+                                       {"policy_mode": policy_mode, "device": device, "batch_size": batch_size})
+                              for s in split_names]}
     except (BenchmarkError, EvalError, BankError, EmbedderError) as e:
         raise click.ClickException(str(e)) from None
     results["drop"] = report.drops(results["splits"])

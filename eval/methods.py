@@ -111,6 +111,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         policy = default_policy(ctx.bank)
     elif not isinstance(policy, Policy):
         policy = Policy.load(policy, ctx.bank)
+    policy.to(_device(ctx))
     mode, batch_size = ctx.options.get("policy_mode", "reason"), int(ctx.options.get("batch_size", 16))
     lengths = {"rationale_tokens": int(ctx.options.get("rationale_tokens", RATIONALE_TOKENS)),
                "call_tokens": int(ctx.options.get("call_tokens", CALL_TOKENS))}
@@ -148,6 +149,13 @@ def register_policy(name: str, path: str, mode: str | None = None) -> None:
     register(name, fills_arguments=True)(factory)
 
 
+def _device(ctx: EvalContext) -> str:
+    """Where the LLM methods run: option `device`, else the GPU when there is one, else the CPU."""
+    import torch
+
+    return ctx.options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+
+
 NAMEGEN_SYSTEM = "Choose the one tool from the list that does what the user asks, and call it."
 
 
@@ -174,7 +182,7 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     from autotool.prompts import call_prefix, tool_card
     from autotool.rollout import CALL_TOKENS, _decode, generate_batch, prompt_ids
 
-    policy = Policy.create(ctx.bank, backbone=ctx.options.get("backbone"))
+    policy = Policy.create(ctx.bank, backbone=ctx.options.get("backbone")).to(_device(ctx))
     model, tokenizer = policy.model.get_base_model(), policy.tokenizer
     k, batch_size = int(ctx.options.get("namegen_k", 5)), int(ctx.options.get("batch_size", 16))
     call_tokens = int(ctx.options.get("call_tokens", CALL_TOKENS))
@@ -186,13 +194,14 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     @torch.inference_mode()
     def name_scores(head: list[int], names: list[list[int]]) -> list[float]:
         """log p(name | head) for each name: one pass over `head`, then all names at once on its cache."""
-        out = model(input_ids=torch.tensor([head]), use_cache=True)
+        out = model(input_ids=torch.tensor([head], device=policy.device), use_cache=True)
         first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
         width = max(len(n) for n in names)
         past = out.past_key_values
         past.batch_repeat_interleave(len(names))
-        ids = torch.tensor([n + [tokenizer.pad_token_id] * (width - len(n)) for n in names])
-        mask = torch.tensor([[1] * len(head) + [1] * len(n) + [0] * (width - len(n)) for n in names])
+        ids = torch.tensor([n + [tokenizer.pad_token_id] * (width - len(n)) for n in names], device=policy.device)
+        mask = torch.tensor([[1] * len(head) + [1] * len(n) + [0] * (width - len(n)) for n in names],
+                            device=policy.device)
         logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, past_key_values=past).logits.float(), -1)
         return [float(first[n[0]]) + sum(float(logp[i, j - 1, n[j]]) for j in range(1, len(n)))
                 for i, n in enumerate(names)]

@@ -3,9 +3,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from helpers import write_bench
+from helpers import ASSETS, write_bench
 
+from autotool import Policy
 from eval.__main__ import main
+from eval.harness import eval_bank
+from eval.methods import METHODS, EvalContext
 from eval.benchmarks import BenchmarkError, load_benchmark, load_split, make_split, select_queries, steps_of
 
 @pytest.fixture
@@ -120,3 +123,22 @@ def test_cli_errors(run_eval, bench_dir, tmp_path):
     assert result.exit_code == 1 and "no benchmark" in result.output
     result = run_eval("--bench", bench_dir, "--split", "seen")
     assert result.exit_code == 1 and "unknown split 'seen'" in result.output
+
+
+def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
+    bank = eval_bank(load_benchmark(bench_dir), "hash:64")  # the bank the CLI evaluates on (cached)
+    folder, out = tmp_path / "tiny-policy", tmp_path / "out"
+    Policy.create(bank, backbone=ASSETS / "tiny-llama").save(folder)
+    result = run_eval("--bench", bench_dir, "--methods", "dense", "--split", "unseen-test", "--limit", "3",
+                      "--policy", f"tiny={folder}", "--policy", f"tiny-fast={folder}:fast",
+                      "--device", "cpu", "--batch-size", "2", "--out", out)
+    assert result.exit_code == 0, result.output
+    methods = json.loads((out / "results.json").read_text())["splits"][0]["methods"]
+    assert set(methods) == {"dense", "tiny", "tiny-fast"}
+    # The CLI registered `tiny-fast` in fast mode (no rationale) and `tiny` in the default reason mode.
+    step = steps_of(load_benchmark(bench_dir).queries[0])[0]
+    ctx = EvalContext(load_benchmark(bench_dir), bank, {"device": "cpu", "rationale_tokens": 8, "call_tokens": 8})
+    assert METHODS["tiny-fast"](ctx)(step).extra["rationale"] == ""
+    assert METHODS["tiny"](ctx)(step).extra["rationale"] != ""  # the random backbone writes something
+    result = run_eval("--bench", bench_dir, "--policy", f"x={tmp_path / 'missing'}:fast")
+    assert result.exit_code == 1 and "missing is not a policy folder" in result.output
