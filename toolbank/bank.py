@@ -203,7 +203,7 @@ class ToolBank:
         os.replace(tmp, self.path / "manifest.json")
 
     def add(self, tools: Iterable[Tool], *, replace: bool = False, progress: bool = False,
-            prune: str | None = None) -> AddReport:
+            prune: str | None = None, replace_only_in: str | None = None) -> AddReport:
         """Add tools in one transaction: all of them or, on any error, none.
 
         Args:
@@ -212,6 +212,9 @@ class ToolBank:
             progress: Show a progress bar while embedding.
             prune: A namespace: in the same transaction, remove its tools that are not in `tools` (to
                 mirror a source that dropped some).
+            replace_only_in: A namespace: overwrite tools of the same name only where they are in it (a
+                source re-importing its own tools); a name held elsewhere is a `BankError`. Checked under
+                the write lock, so another writer cannot slip a clashing tool in between.
 
         Returns:
             An `AddReport`. A tool identical to the stored one is left as it is; a text that did not
@@ -231,9 +234,11 @@ class ToolBank:
         with self._write_lock():
             existing = self.store.tools(self.store.ids_by_name(names).values())
             existing = {t.name: t for t in existing.values()}
-            if existing and not replace:
-                clash = sorted(existing)
-                raise BankError(f"tool {clash[0]!r} is already in the bank"
+            clash = [] if replace else sorted(n for n, t in existing.items()
+                                               if replace_only_in is None or t.namespace != replace_only_in)
+            if clash:
+                where = "" if replace_only_in is None else f" outside namespace {replace_only_in!r}"
+                raise BankError(f"tool {clash[0]!r} is already in the bank{where}"
                                 + (f" (and {len(clash) - 1} more)" if len(clash) > 1 else "")
                                 + "; use --replace (replace=True) to overwrite; nothing was added")
             generation = self.store.generation

@@ -92,7 +92,7 @@ def _read_files(files, fmt, namespace, skip_invalid):
     return tools, errors
 
 
-def _add(ctx, tools, errors, replace, embedder, prune=None, source="the input"):
+def _add(ctx, tools, errors, replace, embedder, prune=None, source="the input", replace_only_in=None):
     from toolbank.bank import ToolBank
 
     for error in errors:
@@ -104,7 +104,8 @@ def _add(ctx, tools, errors, replace, embedder, prune=None, source="the input"):
         raise click.ClickException(f"--embedder applies when creating a bank; {path} exists. "
                                    "To re-embed it use `toolbank reindex --embedder ...`")
     bank = ToolBank.open(path, embedder=embedder)
-    report = bank.add(tools, replace=replace, progress=len(tools) >= 64, prune=prune)
+    report = bank.add(tools, replace=replace, progress=len(tools) >= 64, prune=prune,
+                      replace_only_in=replace_only_in)
     click.echo(f"{bank.path}: added {len(report.added)}, replaced {len(report.replaced)}, "
                f"unchanged {len(report.unchanged)}"
                + (f", removed {len(report.removed)}" if prune is not None else "")
@@ -174,7 +175,6 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
             raise click.UsageError("--sync applies to --from-mcp")
         _add(ctx, *_read_files(files, fmt, namespace, skip_invalid), replace, embedder)
         return
-    from toolbank.bank import ToolBank
     from toolbank.mcp_import import list_server_tools, namespace_for
     from toolbank.tool import from_dicts
 
@@ -183,16 +183,9 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
     source = f"MCP server `{command}`"
     tools, errors = from_dicts(objects, source, "mcp", namespace=namespace, skip_invalid=skip_invalid)
     click.echo(f"{source}: {len(objects)} tools listed, namespace {namespace!r}", err=True)
-    if not replace and (_bank_path(ctx) / "manifest.json").exists():
-        # The server's own tools from an earlier import are updated; a name held by another namespace is not.
-        bank = ToolBank.load(_bank_path(ctx))
-        held = [t for t in (bank.store.get(tool.name) for tool in tools) if t is not None]
-        clash = [t.name for t in held if t.namespace != namespace]
-        if clash:
-            raise click.ClickException(f"{source}: tool {clash[0]!r} is already in the bank outside namespace "
-                                       f"{namespace!r}; use --replace to overwrite or --namespace; nothing was changed")
-        replace = True
-    _add(ctx, tools, errors, replace, embedder, prune=namespace if sync else None, source=source)
+    # The server's own tools from an earlier import are updated; a name held by another namespace is not.
+    _add(ctx, tools, errors, replace, embedder, prune=namespace if sync else None, source=source,
+         replace_only_in=None if replace else namespace)
 
 
 @main.command()

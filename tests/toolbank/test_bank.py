@@ -72,6 +72,18 @@ def test_duplicate_without_replace_leaves_bank_unchanged(bank):
     assert list(bank) == before and bank.store.generation == generation and "brand_new" not in bank
 
 
+def test_replace_only_in_a_namespace(bank):
+    bank.add([Tool("station_temp", "Temperature at a station", namespace="station")])
+    report = bank.add([Tool("station_temp", "Temperature at a weather station", namespace="station"),
+                       Tool("station_wind", "Wind at a station", namespace="station")], replace_only_in="station")
+    assert report.replaced == ["station_temp"] and report.added == ["station_wind"]
+    generation, before = bank.store.generation, list(bank)
+    with pytest.raises(BankError, match="'get_weather' is already in the bank outside namespace 'station'"):
+        bank.add([Tool("station_rain", "Rain", namespace="station"), Tool("get_weather", "mine", namespace="station")],
+                 replace_only_in="station")
+    assert list(bank) == before and bank.store.generation == generation and "station_rain" not in bank
+
+
 def test_duplicate_within_batch(bank):
     with pytest.raises(BankError, match="repeat in this batch: dup"):
         bank.add([Tool("dup"), Tool("dup", "other")])
