@@ -1,6 +1,6 @@
 """select_tool latency: fast and reason mode against dense search on the same bank, at 1k and 10k tools.
 
-    .venv/bin/python bench/bench_select.py [--sizes 1000,10000] [--queries 40]
+    .venv/bin/python bench/bench_select.py [--sizes 1000,10000] [--queries 40] [--fast-only]
 
 Run it alone. Banks are built from real tool texts (see bench_toolbank.py; embeddings cached in bench/out/).
 Rows: dense search; `fast` with the untrained policy (W = 0: no LM pass is needed, the anchor is the query
@@ -49,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--fast-only", action="store_true", help="Skip the reason rows (seconds a query).")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     OUT.mkdir(exist_ok=True)
@@ -70,10 +71,11 @@ def main() -> None:
                          *timed(lambda q: select_tool(q, bank, untrained, mode="fast", arguments=False), qs)))
             rows.append((n, "select_tool fast, W != 0 (LM forward)",
                          *timed(lambda q: select_tool(q, bank, shaped, mode="fast", arguments=False), qs)))
-            rows.append((n, "select_tool reason (<= 32 rationale tokens)",
-                         *timed(lambda q: select_tool(q, bank, shaped, mode="reason", arguments=False), qs)))
-            rows.append((n, "select_tool reason + arguments",
-                         *timed(lambda q: with_arguments(q, bank, shaped), qs[: max(5, len(qs) // 4)])))
+            if not args.fast_only:
+                rows.append((n, "select_tool reason (<= 32 rationale tokens)",
+                             *timed(lambda q: select_tool(q, bank, shaped, mode="reason", arguments=False), qs)))
+                rows.append((n, "select_tool reason + arguments",
+                             *timed(lambda q: with_arguments(q, bank, shaped), qs[: max(5, len(qs) // 4)])))
             print(f"{n:,} tools done", flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (OUT / "select.json").write_text(json.dumps({"rows": rows, "peak_rss_mib": peak}, indent=2))

@@ -30,6 +30,18 @@ def test_default_embedder_is_the_shipped_minilm(metatool_bank):
     assert hits[0].name == "airqualityforeast"
 
 
+def test_queries_go_through_onnx_runtime_with_the_same_vectors(metatool_bank):
+    from toolbank.embed import OnnxEncoder
+
+    bench = load_benchmark("metatool")
+    texts = [q.text for q in bench.queries[:20]] + ["", " ".join(t.description for t in bench.tools[:40])]  # > 256 tokens
+    embedder = metatool_bank.embedder
+    short = np.concatenate([embedder.encode(texts[i:i + 3]) for i in range(0, len(texts), 3)])  # padded batches
+    assert isinstance(embedder._short, OnnxEncoder)
+    reference = embedder.model.encode(texts, normalize_embeddings=True)  # sentence-transformers on PyTorch
+    assert short.shape == (22, 384) and np.abs(short - reference).max() < 1e-5
+
+
 def test_dense_hit_rate_matches_the_reference_on_a_sample(metatool_bank):
     bench = load_benchmark("metatool")
     queries = select_queries(bench, make_split(bench), "all", limit=300, seed=0, single_tool=True)

@@ -188,6 +188,20 @@ def test_hnsw_index_agrees_with_flat(tmp_path, embedder):
     assert "HNSW" in ToolBank.load(flat.path).index_factory
 
 
+def test_hnsw_search_breadth_applies_to_saved_indexes(tmp_path, embedder):
+    import faiss
+
+    from toolbank.index import HNSW_EF_SEARCH
+
+    bank = ToolBank.create(tmp_path / "hnsw", embedder, index="hnsw")
+    bank.add([Tool(f"tool_{i}", f"tool number {i}") for i in range(50)])
+    saved = faiss.read_index(str(bank.path / "index.faiss"))
+    faiss.downcast_index(faiss.downcast_index(saved).index).hnsw.efSearch = 16  # as an older version saved it
+    faiss.write_index(saved, str(bank.path / "index.faiss"))
+    loaded = faiss.downcast_index(ToolBank.load(bank.path).index().index)
+    assert faiss.downcast_index(loaded.index).hnsw.efSearch == HNSW_EF_SEARCH
+
+
 def test_bad_index_factory(tmp_path, embedder):
     from toolbank.index import IndexFactoryError
 
