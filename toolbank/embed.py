@@ -164,6 +164,7 @@ def _exported(network, folder: Path) -> Path:
             return self.network(input_ids=input_ids, attention_mask=attention_mask,
                                 token_type_ids=token_type_ids).last_hidden_state
 
+    log.warning("exporting the embedder %s to ONNX in %s (once; a few seconds)", folder, path.parent)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     example = tuple(torch.ones((1, 4), dtype=torch.long) for _ in names)
     path.parent.mkdir(parents=True, exist_ok=True)
