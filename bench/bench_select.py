@@ -1,6 +1,6 @@
 """select_tool latency: fast and reason mode against dense search on the same bank, at 1k and 10k tools.
 
-    .venv/bin/python bench/bench_select.py [--sizes 1000,10000] [--queries 40] [--fast-only]
+    .venv/bin/python bench/bench_select.py [--sizes 1000,10000] [--queries 40] [--fast-only [--shipped]]
 
 Run it alone. Banks are built from real tool texts (see bench_toolbank.py; embeddings cached in bench/out/).
 Rows: dense search; `fast` with the untrained policy (W = 0: no LM pass is needed, the anchor is the query
@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries  # noqa: E402
 
 from autotool import ArgumentError, Policy, select_tool  # noqa: E402
+from autotool.select import default_policy  # noqa: E402
 from toolbank import ToolBank, load_embedder  # noqa: E402
 
 
@@ -50,6 +51,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--fast-only", action="store_true", help="Skip the reason rows (seconds a query).")
+    parser.add_argument("--shipped", action="store_true", help="With --fast-only: still time the shipped policy.")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     OUT.mkdir(exist_ok=True)
@@ -71,6 +73,12 @@ def main() -> None:
                          *timed(lambda q: select_tool(q, bank, untrained, mode="fast", arguments=False), qs)))
             rows.append((n, "select_tool fast, W != 0 (LM forward)",
                          *timed(lambda q: select_tool(q, bank, shaped, mode="fast", arguments=False), qs)))
+            if not args.fast_only or args.shipped:
+                shipped = default_policy(bank)  # the trained default: it writes its own (short) rationales
+                rows.append((n, "select_tool reason, shipped policy", *timed(
+                    lambda q: select_tool(q, bank, shipped, mode="reason", arguments=False), qs)))
+                rows.append((n, "select_tool reason + arguments, shipped policy", *timed(
+                    lambda q: with_arguments(q, bank, shipped), qs[: max(5, len(qs) // 4)])))
             if not args.fast_only:
                 rows.append((n, "select_tool reason (<= 32 rationale tokens)",
                              *timed(lambda q: select_tool(q, bank, shaped, mode="reason", arguments=False), qs)))
