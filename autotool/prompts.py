@@ -39,8 +39,12 @@ def call_text(name: str, arguments: dict) -> str:
 
 
 def call_prefix(name: str) -> str:
-    """`{"name": "NAME", "arguments": `: the start of a call, which the model continues with the arguments."""
-    return call_text(name, {})[:-3]
+    """`{"name": "NAME", "arguments":`: the start of a call, which the model continues with the arguments.
+
+    No space after the colon: in the training text the space belongs to the next token (` {"`, ` {}`), so a
+    prefix ending in a lone space token is one the model never saw, and it then skips the opening brace.
+    """
+    return call_text(name, {})[:-3].rstrip()
 
 
 def step_text(step: StepRecord, card: str) -> str:

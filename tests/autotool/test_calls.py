@@ -61,3 +61,20 @@ def test_schema_errors():
     errors = schema_errors({"days": "three"}, schema)
     assert any("days" in e and "integer" in e for e in errors) and any("city" in e for e in errors)
     assert schema_errors({"city": "Paris", "days": 3}, schema) == [] and schema_errors({"z": 1}, {}) == []
+
+
+def test_call_prefix_ends_where_a_trained_token_boundary_is():
+    """The prefix the model continues must end at a token boundary of the training text: the space after
+    `"arguments":` is tokenised with the brace (` {"`), so the prefix stops before it."""
+    from helpers import ASSETS
+    from transformers import AutoTokenizer
+
+    from autotool.prompts import call_prefix, call_text
+
+    text = call_text("getWeather", GOLD[0]["arguments"])
+    prefix = call_prefix("getWeather")
+    assert prefix == '{"name": "getWeather", "arguments":' and text.startswith(prefix)
+    tokenizer = AutoTokenizer.from_pretrained(ASSETS / "tiny-llama")  # a small BPE; SmolLM2 splits the same way
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
+    assert ids[:len(prefix_ids)] == prefix_ids  # the prefix's tokens are the training text's first tokens
