@@ -198,8 +198,10 @@ def test_hnsw_search_breadth_applies_to_saved_indexes(tmp_path, embedder):
     saved = faiss.read_index(str(bank.path / "index.faiss"))
     faiss.downcast_index(faiss.downcast_index(saved).index).hnsw.efSearch = 16  # as an older version saved it
     faiss.write_index(saved, str(bank.path / "index.faiss"))
-    loaded = faiss.downcast_index(ToolBank.load(bank.path).index().index)
-    assert faiss.downcast_index(loaded.index).hnsw.efSearch == HNSW_EF_SEARCH
+    reopened = ToolBank.load(bank.path)
+    index = reopened.index()  # keep the owners alive: FAISS proxies of inner indexes do not own them
+    outer = faiss.downcast_index(index.index)
+    assert faiss.downcast_index(outer.index).hnsw.efSearch == HNSW_EF_SEARCH
 
 
 def test_bad_index_factory(tmp_path, embedder):
