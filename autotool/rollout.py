@@ -116,10 +116,6 @@ class Rollout:
         return self.closed_think and self.call is not None
 
 
-def _device(policy: Policy) -> torch.device:
-    return next(policy.model.parameters()).device
-
-
 def _token(policy: Policy, text: str) -> int:
     return policy.tokenizer.convert_tokens_to_ids(text)
 
@@ -130,7 +126,7 @@ def generate_batch(policy: Policy, prompts: Sequence[list[int]], max_new_tokens:
     tokenizer, stop_id = policy.tokenizer, _token(policy, stop)
     pad = tokenizer.pad_token_id
     width = max(len(p) for p in prompts)
-    device = _device(policy)
+    device = policy.device
     ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=device)
     mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
     options = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if sample else dict(do_sample=False)
@@ -159,7 +155,7 @@ def _padded(sequences: Sequence[list[int]], pad: int, device=None) -> tuple[torc
 
 def _decoder_hidden(policy: Policy, sequences: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """(batch, width, hidden) last-layer states (after the final norm) of right-padded sequences, and the mask."""
-    ids, mask = _padded(sequences, policy.tokenizer.pad_token_id, _device(policy))
+    ids, mask = _padded(sequences, policy.tokenizer.pad_token_id, policy.device)
     decoder = policy.model.get_base_model().get_decoder()
     return decoder(input_ids=ids, attention_mask=mask).last_hidden_state, mask
 
