@@ -90,8 +90,9 @@ def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str]
             with tqdm(total=len(steps), desc=f"{split_name} {name} (writing)", disable=not progress,
                       leave=False) as bar:
                 for start in range(0, len(steps), PREPARE_CHUNK):
-                    predict.prepare(steps[start:start + PREPARE_CHUNK])
-                    bar.update(len(steps[start:start + PREPARE_CHUNK]))
+                    chunk = steps[start:start + PREPARE_CHUNK]
+                    predict.prepare(chunk)
+                    bar.update(len(chunk))
         rows, seconds = [], []
         for step in tqdm(steps, desc=f"{split_name} {name}", disable=not progress, leave=False):
             started = time.perf_counter()

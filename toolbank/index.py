@@ -34,8 +34,9 @@ class VectorIndex:
     def __init__(self, index: faiss.Index, factory: str, generation: int):
         self.index, self.factory, self.generation = index, factory, generation
         inner = faiss.downcast_index(faiss.downcast_index(index).index)
-        if isinstance(inner, faiss.IndexHNSW):
-            inner.hnsw.efSearch = HNSW_EF_SEARCH  # also for an index saved with another value
+        if isinstance(inner, faiss.IndexHNSW):  # built here or saved by any version: the same breadths
+            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+            inner.hnsw.efSearch = HNSW_EF_SEARCH
 
     @classmethod
     def build(cls, factory: str, dim: int, ids: np.ndarray, vectors: np.ndarray, generation: int) -> "VectorIndex":
@@ -44,9 +45,6 @@ class VectorIndex:
             index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
             raise IndexFactoryError(f"FAISS cannot build index {factory!r}: {str(e).strip().splitlines()[-1]}") from None
-        inner = faiss.downcast_index(faiss.downcast_index(index).index)
-        if isinstance(inner, faiss.IndexHNSW):
-            inner.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
         out = cls(index, factory, generation)
         out.add(ids, vectors, generation)
         return out
