@@ -57,6 +57,13 @@ def history(steps: Sequence[StepRecord], get_tool: Callable[[str], Tool]) -> tup
     return tuple(step_text(s, tool_card(get_tool(s.tool))) for s in steps)
 
 
+def shared_prefix(tokenizer) -> str:
+    """The start every prompt has in common: the chat template up to the user's text (system prompt included)."""
+    marker = "\x00"
+    text = prompt(tokenizer, marker)
+    return text[:text.index(marker)]
+
+
 def prompt(tokenizer, query: str, context: Sequence[str] = ()) -> str:
     """The chat-formatted prompt, ending where the model writes its next `<think>`.
 

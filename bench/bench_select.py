@@ -5,7 +5,9 @@
 Run it alone. Banks are built from real tool texts (see bench_toolbank.py; embeddings cached in bench/out/).
 Rows: dense search; `fast` with the untrained policy (W = 0: no LM pass is needed, the anchor is the query
 embedding); `fast` with a non-zero W (as a trained policy: one LM forward pass); `reason` (a rationale of at
-most 32 new tokens, then the anchor); `reason` + arguments (up to 96 more tokens). Prints a Markdown table.
+most 32 new tokens, then the anchor); `reason` + arguments (up to 96 more tokens). With --shipped: the shipped policy in reason mode, and the same
+weights loaded for training (adapters folded in and out at every call, no prompt cache) as the baseline.
+Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries  # noqa: E402
 
 from autotool import ArgumentError, Policy, select_tool  # noqa: E402
-from autotool.select import default_policy  # noqa: E402
+from autotool.select import SHIPPED_POLICY, default_policy  # noqa: E402
 from toolbank import ToolBank, load_embedder  # noqa: E402
 
 
@@ -73,12 +75,22 @@ def main() -> None:
                          *timed(lambda q: select_tool(q, bank, untrained, mode="fast", arguments=False), qs)))
             rows.append((n, "select_tool fast, W != 0 (LM forward)",
                          *timed(lambda q: select_tool(q, bank, shaped, mode="fast", arguments=False), qs)))
+            shaped.save(Path(tmp) / "shaped")  # loaded, it is frozen: adapters folded once, system prompt cached
+            loaded = Policy.load(Path(tmp) / "shaped", bank)
+            rows.append((n, "select_tool fast, W != 0, loaded policy (prompt cache)",
+                         *timed(lambda q: select_tool(q, bank, loaded, mode="fast", arguments=False), qs)))
             if not args.fast_only or args.shipped:
                 shipped = default_policy(bank)  # the trained default: it writes its own (short) rationales
                 rows.append((n, "select_tool reason, shipped policy", *timed(
                     lambda q: select_tool(q, bank, shipped, mode="reason", arguments=False), qs)))
                 rows.append((n, "select_tool reason + arguments, shipped policy", *timed(
                     lambda q: with_arguments(q, bank, shipped), qs[: max(5, len(qs) // 4)])))
+                # Baseline for the two rows above: the same weights loaded for training fold the adapters in and
+                # out at every call and do not reuse the system prompt's KV cache (how every policy ran before).
+                unfrozen = Policy.load(SHIPPED_POLICY, bank, trainable=True)
+                rows.append((n, "select_tool reason, shipped policy, adapters folded per call, no prompt cache",
+                             *timed(lambda q: select_tool(q, bank, unfrozen, mode="reason", arguments=False), qs)))
+                del unfrozen
             if not args.fast_only:
                 rows.append((n, "select_tool reason (<= 32 rationale tokens)",
                              *timed(lambda q: select_tool(q, bank, shaped, mode="reason", arguments=False), qs)))

@@ -8,6 +8,7 @@ from helpers import ASSETS
 
 from autotool import Agent, ArgumentError, Policy, PolicyError, select_tool, tool_from_function
 from autotool.backbone import BackboneError, load_backbone
+from autotool.prompts import prompt
 from toolbank import HashEmbedder, Tool, ToolBank
 
 TINY = ASSETS / "tiny-llama"
@@ -115,6 +116,25 @@ def test_save_load_round_trip(bank, policy, tmp_path):
     np.testing.assert_allclose(policy.anchor(bank, "weather", "rain", h1), loaded.anchor(bank, "weather", "rain", h2),
                                atol=1e-6)
     assert loaded.head.uses_hidden and loaded.trained
+
+
+def test_frozen_policy_keeps_adapters_merged_and_reuses_the_system_prompt_cache(bank, policy, tmp_path):
+    for name, param in policy.model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(param, std=0.5)  # adapters that change the output, so merging matters
+    policy.save(tmp_path / "policy")
+    frozen = Policy.load(tmp_path / "policy", bank)
+    training = Policy.load(tmp_path / "policy", bank, trainable=True)
+    text = prompt(frozen.tokenizer, "weather forecast in Paris")
+    assert frozen.generate(text, 12, ["</think>"]) == training.generate(text, 12, ["</think>"])
+    assert frozen.adapters_merged and frozen._prefix_cache is not None
+    assert not training.adapters_merged and training._prefix_cache is None  # its adapters still learn
+    anchor_text = text + "x</think><tool_anchor>"
+    torch.testing.assert_close(frozen.hidden_at_end(anchor_text), training.hidden_at_end(anchor_text))
+    # A text that does not start with the system prompt is generated from scratch, the same as before.
+    other = "<|im_start|>user\nweather<|im_end|>\n<think>"
+    assert frozen._cache_for(frozen.encode(other)) is None
+    assert frozen.generate(other, 8, ["</think>"]) == training.generate(other, 8, ["</think>"])
 
 
 def test_load_errors(bank, policy, tmp_path):
