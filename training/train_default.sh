@@ -1,7 +1,8 @@
 #!/bin/sh
 # Train the default policy shipped in autotool/default_policy/ (see training/configs/phase1-default.yaml):
-# SFT on MetaTool's train split, then on Seal-Tools'; then copy the result into the package.
-# About 25 min on 2 CPU cores (`make train-default` prints the wall time).
+# SFT on MetaTool's train split, then on Seal-Tools'; then copy the result into the package and fit the
+# anchor head's rationale weight b and sharpness g on both val splits (tools held out from training).
+# About 50 min on 2 CPU cores (`make train-default` prints the wall time).
 set -eu
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs}
@@ -12,3 +13,5 @@ $PY -m training.phase1 --config training/configs/phase1-default.yaml --benchmark
     --init $RUNS/default-metatool/policy-sft --out $RUNS/default-seal_tools --sft.steps 30
 $PY -m training.ship $RUNS/default-seal_tools/policy-sft autotool/default_policy \
     --command "make train-default" --data "metatool train (seed 0, 60x8 steps), then seal_tools train (seed 0, 30x8 steps)"
+$PY -m training.calibrate autotool/default_policy --bench metatool,seal_tools --limit 400 \
+    --out training/results/calibrate --write

@@ -14,9 +14,7 @@ import argparse
 import torch
 
 from autotool.policy import Policy
-from autotool.rollout import StepInput, ToolTable, _decoder_hidden, rollout
-from eval.benchmarks import load_benchmark, load_split, select_queries, steps_of
-from eval.harness import eval_bank
+from training.calibrate import write_rationales
 
 
 def main() -> None:
@@ -25,26 +23,12 @@ def main() -> None:
     parser.add_argument("--bench", default="metatool")
     parser.add_argument("--limit", type=int, default=80)
     args = parser.parse_args()
-    bench = load_benchmark(args.bench)
-    bank = eval_bank(bench)
-    policy, table = Policy.load(args.policy, bank), ToolTable.from_bank(bank)
-    steps = [s for q in select_queries(bench, load_split(bench, 0), "val", limit=args.limit)
-             for s in steps_of(q) if s.index == 0]
-    written, hidden = [], []
-    for start in range(0, len(steps), 16):
-        batch = [r for (r,) in rollout(policy, table, [StepInput(s.query.text) for s in steps[start:start + 16]],
-                                        sample=False, call_tokens=1)]
-        with torch.inference_mode():
-            h, mask = _decoder_hidden(policy, [r.ids[:r.anchor_position + 1] for r in batch])
-            hidden.append(h[torch.arange(len(batch)), mask.sum(1) - 1].float())
-        written += batch
-    q = torch.stack([r.query_vector for r in written])
-    r = torch.stack([r.rationale_vector for r in written])
-    gold = torch.tensor([table.index[s.gold] for s in steps])
+    policy = Policy.load(args.policy)
+    val = write_rationales(policy, args.bench, args.limit)
+    steps, written, table, q, r, wh, gold = (val.steps, val.written, val.table, val.query, val.rationale,
+                                             val.hidden_term, val.gold)
     head = policy.head
     with torch.no_grad():
-        wh = head.W(torch.nn.functional.normalize(torch.cat(hidden), dim=-1))
-
         def hit(anchor: torch.Tensor) -> float:
             return float(((torch.nn.functional.normalize(anchor, dim=-1) @ table.vectors.T).argmax(1) == gold).float().mean())
 

@@ -1,0 +1,54 @@
+"""Fitting the rationale weight b and the sharpness g on the val split."""
+
+import json
+
+import torch
+from helpers import ASSETS, write_bench
+
+from autotool import Policy
+from autotool.rollout import ToolTable
+from eval.harness import eval_bank
+from eval.benchmarks import load_benchmark
+from training import calibrate
+from training.calibrate import ValSteps, fit
+
+TOOLS = torch.eye(4)  # four orthogonal tool vectors
+
+
+def val_steps(rationale: torch.Tensor) -> ValSteps:
+    """Queries halfway between their gold tool (0 or 2) and a decoy, leaning slightly to the decoy."""
+    gold = torch.tensor([0, 2, 0, 2])
+    decoy = torch.tensor([1, 3, 1, 3])
+    query = torch.nn.functional.normalize(0.9 * TOOLS[gold] + 1.0 * TOOLS[decoy], dim=-1)
+    table = ToolTable.__new__(ToolTable)
+    table.vectors = TOOLS
+    return ValSteps("synthetic", table, [], [], query, rationale, torch.zeros(4, 4), gold)
+
+
+def test_fit_weights_an_informative_rationale_and_ignores_a_useless_one():
+    gold = torch.tensor([0, 2, 0, 2])
+    b, g, table = fit([val_steps(TOOLS[gold])], a=1.0)  # the rationale names the gold tool's direction
+    assert table[0.0] == [0.0] and table[b] == [1.0] and 0 < b <= 0.2  # the smallest b that flips all four
+    assert g > 1.0
+    b, _, table = fit([val_steps(torch.zeros(4, 4))], a=1.0)  # no rationale: nothing to gain, so b stays 0
+    assert b == 0.0 and set(v[0] for v in table.values()) == {0.0}
+
+
+def test_cli_writes_b_and_g_into_the_policy(tmp_path):
+    bench = write_bench(tmp_path / "tiny")
+    bank = eval_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
+    policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    policy.save(tmp_path / "policy")
+    out = tmp_path / "calibration"
+    assert calibrate.main([str(tmp_path / "policy"), "--bench", str(bench), "--limit", "0", "--out", str(out),
+                           "--write"]) == 0
+    manifest = json.loads((tmp_path / "policy" / "manifest.json").read_text())
+    record = manifest["calibrated"]
+    loaded = Policy.load(tmp_path / "policy", bank)
+    assert loaded.head.b.item() == record["b"] and abs(loaded.head.log_g.exp().item() - record["g"]) < 1e-3
+    assert record["b"] in calibrate.B_GRID and record["val_queries"][bench.name] > 0
+    written = (out / f"rationales-{bench.name}.jsonl").read_text().splitlines()
+    assert len(written) == record["val_queries"][bench.name]
+    assert {"query", "gold", "rationale"} <= set(json.loads(written[0]))
+    assert "| 0.5" in (out / "results.md").read_text()  # one row per b of the grid
+    assert calibrate.main([str(tmp_path / "nothing")]) == 2

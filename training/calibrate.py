@@ -1,0 +1,173 @@
+"""Fit the anchor head's rationale weight b and sharpness g on the val split (tools held out from training).
+
+    python -m training.calibrate POLICY [--bench metatool,seal_tools] [--limit 400] [--out FOLDER] [--write]
+
+The policy writes its own greedy rationale for the first step of each val query, as `select_tool` does in
+reason mode. With a and W as trained, b is chosen on a grid to maximise val hit@1 (the mean over the
+benchmarks, the whole catalog as candidates; ties go to the smaller b), then g to minimise the mean val
+negative log-likelihood of the gold tool. Val tools never reach training inputs and no test split is read,
+so the test figures stay held out (../shared/DESIGN.md: model selection on a validation split of tools).
+
+`--write` stores b and g in the policy's `anchor_head.safetensors` and records the fit in its manifest
+(`calibrated`). `--out` gets `results.md` (the grid) and `rationales-BENCH.jsonl` (what the policy wrote).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from autotool.policy import Policy
+from autotool.rollout import Rollout, StepInput, ToolTable, _decoder_hidden, rollout
+from eval.benchmarks import Step, load_benchmark, load_split, select_queries, steps_of
+from eval.harness import eval_bank
+
+B_GRID = [round(0.05 * i, 2) for i in range(21)]  # 0 .. 1
+G_GRID = np.geomspace(1.0, 200.0, 47).tolist()
+
+
+@dataclass
+class ValSteps:
+    """First steps of val queries with what the policy wrote for them and the terms of its anchor."""
+
+    bench: str
+    table: ToolTable
+    steps: list[Step]
+    written: list[Rollout]
+    query: torch.Tensor  # (n, dim) E(query)
+    rationale: torch.Tensor  # (n, dim) E(rationale), zeros where the policy wrote none
+    hidden_term: torch.Tensor  # (n, dim) W h (zeros while W is zero)
+    gold: torch.Tensor  # (n,) index of the gold tool in `table`
+
+
+def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: int = 16, seed: int = 0) -> ValSteps:
+    """The policy's greedy rationales for the first step of (a seeded sample of `limit`) val queries."""
+    bench = load_benchmark(bench_name)
+    bank = eval_bank(bench, policy.embedder)
+    table = ToolTable.from_bank(bank)
+    steps = [s for q in select_queries(bench, load_split(bench, seed), "val", limit=limit or None, seed=seed)
+             for s in steps_of(q) if s.index == 0]
+    written, hidden = [], []
+    for start in tqdm(range(0, len(steps), batch_size), desc=f"rationales ({bench_name} val)", unit="batch"):
+        batch = [r for (r,) in rollout(policy, table, [StepInput(s.query.text) for s in steps[start:start + batch_size]],
+                                        sample=False, call_tokens=1)]
+        if policy.head.uses_hidden:
+            with torch.inference_mode():
+                h, mask = _decoder_hidden(policy, [r.ids[:r.anchor_position + 1] for r in batch])
+                hidden.append(h[torch.arange(len(batch)), mask.sum(1) - 1].float())
+        written += batch
+    with torch.no_grad():
+        hidden_term = (policy.head.W(torch.nn.functional.normalize(torch.cat(hidden), dim=-1)) if hidden
+                       else torch.zeros(len(written), table.vectors.shape[1]))
+    return ValSteps(bench.name, table, steps, written, torch.stack([r.query_vector for r in written]),
+                    torch.stack([r.rationale_vector for r in written]), hidden_term,
+                    torch.tensor([table.index[s.gold] for s in steps]))
+
+
+def cosines(val: ValSteps, a: float, b: float) -> torch.Tensor:
+    """(n, n_tools) cosine of each step's anchor `normalize(a q + W h + b r)` with every tool."""
+    anchor = torch.nn.functional.normalize(a * val.query + val.hidden_term + b * val.rationale, dim=-1)
+    return anchor @ val.table.vectors.T
+
+
+def hit_at_1(val: ValSteps, a: float, b: float) -> float:
+    return float((cosines(val, a, b).argmax(1) == val.gold).float().mean())
+
+
+def nll(val: ValSteps, a: float, b: float, g: float) -> float:
+    """Mean -log p(gold | e') under `softmax(2 g cos)` over the whole catalog."""
+    logp = torch.log_softmax(2.0 * g * cosines(val, a, b), dim=1)
+    return float(-logp[torch.arange(len(val.gold)), val.gold].mean())
+
+
+def fit(vals: list[ValSteps], a: float) -> tuple[float, float, dict[float, list[float]]]:
+    """(b, g, {b: [val hit@1 per benchmark]}): b by mean hit@1 (ties to the smaller), then g by mean NLL."""
+    table = {b: [hit_at_1(v, a, b) for v in vals] for b in B_GRID}
+    best_b = max(B_GRID, key=lambda b: (round(float(np.mean(table[b])), 6), -b))
+    best_g = min(G_GRID, key=lambda g: float(np.mean([nll(v, a, best_b, g) for v in vals])))
+    return best_b, best_g, table
+
+
+def write_head(policy_path: Path, policy: Policy, b: float, g: float, record: dict) -> None:
+    """Store b and g in the policy folder's head file and the fit in its manifest (each replaced atomically)."""
+    from safetensors.torch import save_file
+
+    with torch.no_grad():
+        policy.head.b.fill_(b)
+        policy.head.log_g.fill_(math.log(g))
+    head_file, manifest_file = policy_path / "anchor_head.safetensors", policy_path / "manifest.json"
+    tmp = head_file.with_name(f".{head_file.name}.{os.getpid()}")
+    save_file({k: v.detach().cpu().contiguous() for k, v in policy.head.state_dict().items()}, tmp)
+    os.replace(tmp, head_file)
+    manifest = json.loads(manifest_file.read_text())
+    manifest["calibrated"] = record
+    tmp = manifest_file.with_name(f".{manifest_file.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    os.replace(tmp, manifest_file)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("policy", type=Path, help="a policy folder")
+    parser.add_argument("--bench", default="metatool,seal_tools", help="benchmarks whose val splits to fit on")
+    parser.add_argument("--limit", type=int, default=400, help="val queries per benchmark (seeded sample; 0: all)")
+    parser.add_argument("--seed", type=int, default=0, help="split seed (the one the policy was trained with)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for results.md and the rationales")
+    parser.add_argument("--write", action="store_true", help="store the fitted b and g in the policy folder")
+    args = parser.parse_args(argv)
+    if not (args.policy / "manifest.json").is_file():
+        print(f"error: {args.policy} is not a policy folder (no manifest.json)", file=sys.stderr)
+        return 2
+    policy = Policy.load(args.policy)
+    if policy.head.anchor != "residual":
+        print(f"error: {args.policy} has a {policy.head.anchor} anchor; only the residual anchor mixes in "
+              "E(rationale)", file=sys.stderr)
+        return 2
+    benches = [b.strip() for b in args.bench.split(",") if b.strip()]
+    vals = [write_rationales(policy, name, args.limit, seed=args.seed) for name in benches]
+    a = policy.head.a.item()
+    b, g, table = fit(vals, a)
+    before_b, before_g = policy.head.b.item(), policy.head.log_g.exp().item()
+    lines = [f"# Calibration of {args.policy} on the val split (seed {args.seed})", "",
+             f"`python -m training.calibrate {args.policy} --bench {args.bench} --limit {args.limit}`", "",
+             "Val hit@1 (whole catalog as candidates) of the anchor `normalize(a E(query) + W h + b E(rationale))`, "
+             f"a = {a:.3f}, for each b; the policy wrote its own greedy rationale for each query's first step.", "",
+             "| b | " + " | ".join(f"{v.bench} ({len(v.gold)})" for v in vals) + " | mean |",
+             "|---:|" + "---:|" * (len(vals) + 1)]
+    for value in B_GRID:
+        mark = " **(chosen)**" if value == b else ""
+        lines.append(f"| {value:g}{mark} | " + " | ".join(f"{h:.3f}" for h in table[value]) + f" | {np.mean(table[value]):.3f} |")
+    lines += ["", f"b = {b:g} (was {before_b:g}); g = {g:.2f} by val NLL (was {before_g:.2f}): mean NLL "
+              f"{np.mean([nll(v, a, b, g) for v in vals]):.3f} vs {np.mean([nll(v, a, before_b, before_g) for v in vals]):.3f}."]
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.md").write_text(report)
+        for v in vals:
+            with open(args.out / f"rationales-{v.bench}.jsonl", "w") as f:
+                for s, r in zip(v.steps, v.written):
+                    f.write(json.dumps({"query": s.query.text, "gold": s.gold, "rationale": r.rationale},
+                                       ensure_ascii=False) + "\n")
+    if args.write:
+        write_head(args.policy, policy, b, g, {
+            "b": b, "g": round(g, 4), "split_seed": args.seed, "benchmarks": benches,
+            "val_queries": {v.bench: len(v.gold) for v in vals},
+            "val_hit@1": {v.bench: table[b][i] for i, v in enumerate(vals)},
+            "val_hit@1_b0": {v.bench: table[0.0][i] for i, v in enumerate(vals)},
+            "command": f"python -m training.calibrate {args.policy} --bench {args.bench} --limit {args.limit} --write"})
+        print(f"wrote b and g to {args.policy / 'anchor_head.safetensors'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
