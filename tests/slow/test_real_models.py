@@ -8,6 +8,8 @@ import torch
 
 from autotool import Policy, select_tool
 from autotool.backbone import SPECIAL_TOKENS, default_backbone_folder, load_backbone
+from autotool.prompts import prompt
+from autotool.select import SHIPPED_POLICY
 from eval.benchmarks import load_benchmark, make_split, select_queries
 from eval.metrics import hit_at_k
 from toolbank import DEFAULT_EMBEDDER, ToolBank
@@ -77,3 +79,14 @@ def test_select_tool_with_the_real_policy_backbone(metatool_bank, tmp_path):
     b = select_tool(query, metatool_bank, loaded, k=5, mode="fast", arguments=False)
     assert [t.name for t, _ in a.candidates] == [t.name for t, _ in b.candidates]
     assert a.probability == pytest.approx(b.probability, rel=1e-4)
+
+
+def test_shipped_policy_writes_the_same_text_from_the_cached_system_prompt(metatool_bank):
+    frozen = Policy.load(SHIPPED_POLICY, metatool_bank)  # as select_tool loads it: adapters folded in once
+    training = Policy.load(SHIPPED_POLICY, metatool_bank, trainable=True)  # folds them per call, no cache
+    for query in ["Find me academic papers about graph neural networks", "What's the weather in Oslo tomorrow?",
+                  "Convert 250 US dollars to euros"]:
+        text = prompt(frozen.tokenizer, query)
+        assert frozen.generate(text, 32, ["</think>"]) == training.generate(text, 32, ["</think>"])
+    assert frozen._prefix_cache is not None and frozen.adapters_merged and not training.adapters_merged
+    assert frozen.head.b.item() > 0  # calibrated: the shipped policy's rationale moves its anchor
