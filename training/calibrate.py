@@ -139,15 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     before_b, before_g = policy.head.b.item(), policy.head.log_g.exp().item()
     lines = [f"# Calibration of {args.policy} on the val split (seed {args.seed})", "",
              f"`python -m training.calibrate {args.policy} --bench {args.bench} --limit {args.limit}`", "",
-             "Val hit@1 (whole catalog as candidates) of the anchor `normalize(a E(query) + W h + b E(rationale))`, "
-             f"a = {a:.3f}, for each b; the policy wrote its own greedy rationale for each query's first step.", "",
+             ("Val hit@1 (whole catalog as candidates) of the anchor `normalize(a E(query) + W h + b E(rationale))`, "
+             f"a = {a:.3f}, for each b; the policy wrote its own greedy rationale for each query's first step."), "",
              "| b | " + " | ".join(f"{v.bench} ({len(v.gold)})" for v in vals) + " | mean |",
              "|---:|" + "---:|" * (len(vals) + 1)]
     for value in B_GRID:
         mark = " **(chosen)**" if value == b else ""
         lines.append(f"| {value:g}{mark} | " + " | ".join(f"{h:.3f}" for h in table[value]) + f" | {np.mean(table[value]):.3f} |")
-    lines += ["", f"b = {b:g} (was {before_b:g}); g = {g:.2f} by val NLL (was {before_g:.2f}): mean NLL "
-              f"{np.mean([nll(v, a, b, g) for v in vals]):.3f} vs {np.mean([nll(v, a, before_b, before_g) for v in vals]):.3f}."]
+    lines += ["", (f"b = {b:g} (was {before_b:g}); g = {g:.2f} by val NLL (was {before_g:.2f}): mean NLL "
+              f"{np.mean([nll(v, a, b, g) for v in vals]):.3f} vs {np.mean([nll(v, a, before_b, before_g) for v in vals]):.3f}.")]
     report = "\n".join(lines) + "\n"
     print(report)
     if args.out:
@@ -155,9 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "results.md").write_text(report)
         for v in vals:
             with open(args.out / f"rationales-{v.bench}.jsonl", "w") as f:
-                for s, r in zip(v.steps, v.written):
-                    f.write(json.dumps({"query": s.query.text, "gold": s.gold, "rationale": r.rationale},
-                                       ensure_ascii=False) + "\n")
+                f.writelines(json.dumps({"query": s.query.text, "gold": s.gold, "rationale": r.rationale},
+                                       ensure_ascii=False) + "\n" for s, r in zip(v.steps, v.written))
     if args.write:
         write_head(args.policy, policy, b, g, {
             "b": b, "g": round(g, 4), "split_seed": args.seed, "benchmarks": benches,

@@ -7,8 +7,8 @@ from helpers import ASSETS, write_bench
 
 from autotool import Policy
 from autotool.rollout import ToolTable
-from eval.harness import eval_bank
 from eval.benchmarks import load_benchmark
+from eval.harness import eval_bank
 from training import calibrate
 from training.calibrate import ValSteps, fit
 
@@ -31,7 +31,7 @@ def test_fit_weights_an_informative_rationale_and_ignores_a_useless_one():
     assert table[0.0] == [0.0] and table[b] == [1.0] and 0 < b <= 0.2  # the smallest b that flips all four
     assert g > 1.0
     b, _, table = fit([val_steps(torch.zeros(4, 4))], a=1.0)  # no rationale: nothing to gain, so b stays 0
-    assert b == 0.0 and set(v[0] for v in table.values()) == {0.0}
+    assert b == 0.0 and {v[0] for v in table.values()} == {0.0}
 
 
 def test_cli_writes_b_and_g_into_the_policy(tmp_path):
