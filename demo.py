@@ -86,9 +86,8 @@ def main() -> None:
     print_results()
 
 
-# The committed evaluations of the shipped policy: `make eval-default` (CPU) for MetaTool; for Seal-Tools the
-# GPU run of training/gpu_ablation.sh (the CPU run was not made: about 8 s a step there).
-RESULT_FOLDERS = {"metatool": "metatool-default", "seal_tools": "gpu-ablation-seal_tools-unseen-test"}
+# The committed evaluations of the shipped policy: `make eval-default` (eval/eval_default.sh, CPU).
+RESULT_FOLDERS = {"metatool": "metatool-default-unseen", "seal_tools": "seal_tools-default"}
 
 
 def print_results() -> None:

@@ -8,6 +8,7 @@ the protocol's special tokens added; later loads read that folder.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import logging
 import os
 import shutil
@@ -86,6 +87,18 @@ def convert_default_backbone(target: Path | None = None) -> Path:
     else:
         os.replace(tmp, target)
     return target
+
+
+def cache_keyword(model) -> str:
+    """The keyword `model.forward` and `generate` take a KV cache by: `cache` in the transformers releases
+    that deprecate `past_key_values` (removed in 5.40), `past_key_values` before them."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def output_cache(out):
+    """The KV cache a forward pass returned, under either name (see `cache_keyword`)."""
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
 
 
 def load_backbone(path: str | Path | None = None):

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, load_backbone
+from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
 from autotool.prompts import shared_prefix
 from toolbank import Tool, ToolBank
 
@@ -212,6 +212,10 @@ class Policy:
             with torch.no_grad():
                 model.unmerge_adapter()
 
+    def _cache_arg(self, cache) -> dict:
+        """`{keyword: cache}` for the backbone's forward and generate; empty for no cache."""
+        return {} if cache is None else {cache_keyword(self.model.get_base_model()): cache}
+
     def _cache_for(self, ids: torch.Tensor):
         """A copy of the KV cache of the prompts' shared start (system prompt) when `ids` (1, n) begin with it.
 
@@ -225,7 +229,7 @@ class Policy:
             prefix = self.encode(shared_prefix(self.tokenizer)).to(self.device)
             cache = DynamicCache(config=self.model.config)
             with torch.inference_mode():
-                self.model(input_ids=prefix, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                self.model(input_ids=prefix, use_cache=True, logits_to_keep=1, **self._cache_arg(cache))
             self._prefix_cache = (prefix[0], cache)
         prefix, cache = self._prefix_cache
         if ids.shape[1] <= len(prefix) or not torch.equal(ids[0, :len(prefix)], prefix):
@@ -243,8 +247,8 @@ class Policy:
             with self.merged():
                 cache = self._cache_for(ids)
         start = 0 if cache is None else cache.get_seq_length()
-        out = self.model(input_ids=ids[:, start:], past_key_values=cache, use_cache=cache is not None,
-                         output_hidden_states=True, logits_to_keep=1)
+        out = self.model(input_ids=ids[:, start:], use_cache=cache is not None, output_hidden_states=True,
+                         logits_to_keep=1, **self._cache_arg(cache))
         return out.hidden_states[-1][0, -1]
 
     def generate(self, text: str, max_new_tokens: int, stop: Sequence[str], sample: bool = False) -> str:
@@ -253,7 +257,7 @@ class Policy:
         stop_ids = [self.tokenizer.convert_tokens_to_ids(s) for s in stop if s in self.tokenizer.get_vocab()]
         with self.merged(), torch.inference_mode():
             out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                      past_key_values=self._cache_for(ids), do_sample=sample,
+                                      do_sample=sample, **self._cache_arg(self._cache_for(ids)),
                                       eos_token_id=stop_ids + [self.tokenizer.eos_token_id],
                                       pad_token_id=self.tokenizer.pad_token_id)
         new = self.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=False)

@@ -177,6 +177,7 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
 
     import torch
 
+    from autotool.backbone import cache_keyword, output_cache
     from autotool.calls import parse_arguments
     from autotool.policy import Policy
     from autotool.prompts import call_prefix, tool_card
@@ -197,12 +198,12 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         out = model(input_ids=torch.tensor([head], device=policy.device), use_cache=True)
         first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
         width = max(len(n) for n in names)
-        past = out.past_key_values
+        past = output_cache(out)
         past.batch_repeat_interleave(len(names))
         ids = torch.tensor([n + [tokenizer.pad_token_id] * (width - len(n)) for n in names], device=policy.device)
         mask = torch.tensor([[1] * len(head) + [1] * len(n) + [0] * (width - len(n)) for n in names],
                             device=policy.device)
-        logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, past_key_values=past).logits.float(), -1)
+        logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, **{cache_keyword(model): past}).logits.float(), -1)
         return [float(first[n[0]]) + sum(float(logp[i, j - 1, n[j]]) for j in range(1, len(n)))
                 for i, n in enumerate(names)]
 
