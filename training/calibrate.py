@@ -99,15 +99,11 @@ def fit(vals: list[ValSteps], a: float) -> tuple[float, float, dict[float, list[
 
 def write_head(policy_path: Path, policy: Policy, b: float, g: float, record: dict) -> None:
     """Store b and g in the policy folder's head file and the fit in its manifest (each replaced atomically)."""
-    from safetensors.torch import save_file
-
     with torch.no_grad():
         policy.head.b.fill_(b)
         policy.head.log_g.fill_(math.log(g))
-    head_file, manifest_file = policy_path / "anchor_head.safetensors", policy_path / "manifest.json"
-    tmp = head_file.with_name(f".{head_file.name}.{os.getpid()}")
-    save_file({k: v.detach().cpu().contiguous() for k, v in policy.head.state_dict().items()}, tmp)
-    os.replace(tmp, head_file)
+    policy.save_head(policy_path)
+    manifest_file = policy_path / "manifest.json"
     manifest = json.loads(manifest_file.read_text())
     manifest["calibrated"] = record
     tmp = manifest_file.with_name(f".{manifest_file.name}.{os.getpid()}")
