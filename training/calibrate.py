@@ -26,9 +26,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from autotool.policy import Policy
+from autotool.policy import Policy, PolicyError
 from autotool.rollout import Rollout, StepInput, ToolTable, _decoder_hidden, rollout
-from eval.benchmarks import Step, load_benchmark, load_split, select_queries, steps_of
+from eval.benchmarks import BenchmarkError, Step, load_benchmark, load_split, select_queries, steps_of
 from eval.harness import eval_bank
 
 B_GRID = [round(0.05 * i, 2) for i in range(21)]  # 0 .. 1
@@ -120,15 +120,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder for results.md and the rationales")
     parser.add_argument("--write", action="store_true", help="store the fitted b and g in the policy folder")
     args = parser.parse_args(argv)
-    if not (args.policy / "manifest.json").is_file():
-        print(f"error: {args.policy} is not a policy folder (no manifest.json)", file=sys.stderr)
-        return 2
-    policy = Policy.load(args.policy)
-    if policy.head.anchor != "residual":
-        print(f"error: {args.policy} has a {policy.head.anchor} anchor; only the residual anchor mixes in "
-              "E(rationale)", file=sys.stderr)
-        return 2
     benches = [b.strip() for b in args.bench.split(",") if b.strip()]
+    try:  # every argument checked before the minutes of writing rationales
+        if not benches or args.limit < 0:
+            raise ValueError(f"--bench names no benchmark ({args.bench!r})" if not benches
+                             else f"--limit must be 0 (all) or more, not {args.limit}")
+        for name in benches:
+            load_benchmark(name)
+        policy = Policy.load(args.policy)
+        if policy.head.anchor != "residual":
+            raise PolicyError(f"{args.policy} has a {policy.head.anchor} anchor; only the residual anchor mixes "
+                              "in E(rationale)")
+    except (BenchmarkError, PolicyError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     vals = [write_rationales(policy, name, args.limit, seed=args.seed) for name in benches]
     a = policy.head.a.item()
     b, g, table = fit(vals, a)

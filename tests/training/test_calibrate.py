@@ -52,3 +52,18 @@ def test_cli_writes_b_and_g_into_the_policy(tmp_path):
     assert {"query", "gold", "rationale"} <= set(json.loads(written[0]))
     assert "| 0.5" in (out / "results.md").read_text()  # one row per b of the grid
     assert calibrate.main([str(tmp_path / "nothing")]) == 2
+
+
+def test_cli_rejects_bad_arguments_before_any_work(tmp_path, capsys):
+    bench = write_bench(tmp_path / "tiny")
+    bank = eval_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
+    Policy.create(bank, backbone=ASSETS / "tiny-llama").save(tmp_path / "policy")
+    before = (tmp_path / "policy" / "anchor_head.safetensors").read_bytes()
+    for argv, says in [([str(tmp_path / "nothing")], "not a policy folder"),
+                       ([str(tmp_path / "policy"), "--bench", "no_such_bench"], "no_such_bench"),
+                       ([str(tmp_path / "policy"), "--bench", str(bench), "--limit", "-1"], "--limit"),
+                       ([str(tmp_path / "policy"), "--bench", ","], "--bench")]:
+        assert calibrate.main([*argv, "--write"]) == 2
+        assert says in capsys.readouterr().err
+    assert (tmp_path / "policy" / "anchor_head.safetensors").read_bytes() == before
+    assert "calibrated" not in json.loads((tmp_path / "policy" / "manifest.json").read_text())
