@@ -1,0 +1,29 @@
+"""Paired val comparison of two policies' rationales."""
+
+import json
+
+from helpers import write_bench
+
+from eval.benchmarks import load_benchmark
+from training.diagnostics import compare_rationales
+
+
+def write(folder, bench, rows):
+    folder.mkdir()
+    with open(folder / f"rationales-{bench.name}.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+
+
+def test_a_rationale_that_restates_the_gold_tool_wins_and_mismatched_queries_are_refused(tmp_path, capsys):
+    bench = load_benchmark(write_bench(tmp_path / "tiny"))
+    queries = [("tell me something", t) for t in bench.tools]  # the query alone points nowhere in particular
+    write(tmp_path / "before", bench, [{"query": q, "gold": t.name, "rationale": ""} for q, t in queries])
+    write(tmp_path / "after", bench, [{"query": q, "gold": t.name, "rationale": t.text} for q, t in queries])
+    args = ["--bench", str(bench.folder), "--b", "10", "--embedder", "hash:64"]
+    assert compare_rationales.main([str(tmp_path / "before"), str(tmp_path / "after"), *args]) == 0
+    row = capsys.readouterr().out.splitlines()[-1].split("|")
+    n, before, after = int(row[2]), float(row[3]), float(row[4])
+    assert n == len(bench.tools) and after == 1.0 and before < 0.5  # the same query for all: one tool at most
+    write(tmp_path / "other", bench, [{"query": "x", "gold": t.name, "rationale": ""} for t in bench.tools])
+    assert compare_rationales.main([str(tmp_path / "before"), str(tmp_path / "other"), *args]) == 2
+    assert "different" in capsys.readouterr().err

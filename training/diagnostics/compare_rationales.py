@@ -1,0 +1,77 @@
+"""Do one policy's rationales select better than another's? Paired, on the same val queries.
+
+    python -m training.diagnostics.compare_rationales BEFORE AFTER [--bench metatool,seal_tools] [--b 0.75]
+
+BEFORE and AFTER are `training.calibrate --out` folders (their `rationales-BENCH.jsonl`, written for the
+same seeded sample of val queries). For each query, the anchor `normalize(E(query) + b E(rationale))` is
+scored against the whole catalog (a = 1, W = 0: the heads `training.calibrate` fits); prints val hit@1 of
+both and the paired difference AFTER - BEFORE with a bootstrap 95% interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from eval.benchmarks import load_benchmark
+from eval.harness import eval_bank
+from eval.metrics import paired_bootstrap
+
+
+def read(folder: Path, bench: str) -> list[dict]:
+    path = folder / f"rationales-{bench}.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no rationales for {bench} (write them with training.calibrate --out)")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def hits(bank, rows: list[dict], b: float, names: list[str], vectors: np.ndarray) -> np.ndarray:
+    """1.0 where the anchor's nearest tool is the gold one."""
+    encode = bank.embedder.encode
+    query = encode([r["query"] for r in rows])
+    rationale = np.zeros_like(query)
+    present = [i for i, r in enumerate(rows) if r["rationale"].strip()]
+    if present:
+        rationale[present] = encode([rows[i]["rationale"] for i in present])
+    anchor = query + b * rationale
+    anchor /= np.linalg.norm(anchor, axis=1, keepdims=True)
+    best = (anchor @ vectors.T).argmax(1)
+    return np.array([float(names[i] == r["gold"]) for i, r in zip(best, rows)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("before", type=Path)
+    parser.add_argument("after", type=Path)
+    parser.add_argument("--bench", default="metatool,seal_tools")
+    parser.add_argument("--b", type=float, default=0.75, help="the rationale's weight in the anchor")
+    parser.add_argument("--embedder", default="default", help="the embedder the policies were trained with")
+    args = parser.parse_args(argv)
+    print(f"val hit@1, anchor E(query) + {args.b:g} E(rationale); {args.after} - {args.before}\n")
+    print("| benchmark | n | before | after | after - before [95% CI] |\n|---|---:|---:|---:|---|")
+    for name in [b.strip() for b in args.bench.split(",") if b.strip()]:
+        bench = load_benchmark(name)
+        try:
+            before, after = read(args.before, bench.name), read(args.after, bench.name)
+        except FileNotFoundError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if [r["query"] for r in before] != [r["query"] for r in after]:
+            print(f"error: {args.before} and {args.after} hold different {bench.name} queries", file=sys.stderr)
+            return 2
+        bank = eval_bank(bench, args.embedder)
+        names = sorted(t.name for t in bank)
+        vectors = bank.vectors(names)
+        h0, h1 = hits(bank, before, args.b, names, vectors), hits(bank, after, args.b, names, vectors)
+        d = paired_bootstrap(h1, h0)
+        print(f"| {bench.name} | {len(h0)} | {h0.mean():.3f} | {h1.mean():.3f} | "
+              f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
