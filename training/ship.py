@@ -19,7 +19,8 @@ from pathlib import Path
 
 
 def lineage(policy: Path) -> list[dict]:
-    """The runs that made `policy`, first to last, from each manifest's `config.init`."""
+    """The runs that made `policy`, first to last, from each manifest's `config.init` (and, where that leads
+    to a shipped policy, the lineage recorded in its manifest)."""
     chain, seen = [], set()
     while policy and policy.resolve() not in seen:
         seen.add(policy.resolve())
@@ -27,6 +28,11 @@ def lineage(policy: Path) -> list[dict]:
         config = manifest.get("config", {})
         chain.append({"policy": str(policy), "trained": manifest.get("trained"), "benchmark": manifest.get("benchmark"),
                       "split_seed": manifest.get("split_seed"), "config": config})
+        if not config.get("init") and "shipped" in manifest:  # a shipped policy: its runs are in its manifest
+            chain[-1].update(shipped={k: v for k, v in manifest["shipped"].items() if k != "lineage"},
+                             calibrated=manifest.get("calibrated"))
+            chain += manifest["shipped"]["lineage"][::-1]
+            break
         policy = Path(config["init"]) if config.get("init") else None
     return chain[::-1]
 

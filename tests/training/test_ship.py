@@ -24,3 +24,23 @@ def test_ship_copies_the_policy_and_records_how_it_was_made(bank, tmp_path):
     assert "config" not in manifest
     assert Policy.load(dest, bank).info["shipped"]["lineage"][0]["trained"] == "phase 1 on a: sft"
     assert main([str(tmp_path / "nothing"), str(dest), "--command", "x", "--data", "y"]) == 2
+
+
+def test_a_policy_trained_on_from_the_shipped_one_keeps_the_whole_lineage(bank, tmp_path):
+    first = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    first.info.update({"trained": "phase 1 on a: sft", "benchmark": "a", "split_seed": 0, "config": {"init": ""}})
+    first.save(tmp_path / "first")
+    dest = tmp_path / "default_policy"
+    assert main([str(tmp_path / "first"), str(dest), "--command", "make train-default", "--data", "a"]) == 0
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["calibrated"] = {"b": 0.5}
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    more = Policy.load(dest, bank)  # carries the shipped record along, as training from it does
+    more.info.update({"trained": "phase 1 on a: grpo", "config": {"init": str(dest)}})
+    more.save(tmp_path / "more")
+
+    assert main([str(tmp_path / "more"), str(dest), "--command", "make train-default", "--data", "a, grpo"]) == 0
+    lineage = json.loads((dest / "manifest.json").read_text())["shipped"]["lineage"]
+    assert [run["trained"] for run in lineage] == ["phase 1 on a: sft", "phase 1 on a: sft", "phase 1 on a: grpo"]
+    assert lineage[1]["policy"] == str(dest) and lineage[1]["calibrated"] == {"b": 0.5}
+    assert lineage[1]["shipped"]["data"] == "a" and "lineage" not in lineage[1]["shipped"]
