@@ -87,7 +87,7 @@ def main() -> None:
 
 
 # The committed evaluations of the shipped policy: `make eval-default` (eval/eval_default.sh, CPU).
-RESULT_FOLDERS = {"metatool": "metatool-default-unseen", "seal_tools": "seal_tools-default"}
+RESULT_FOLDERS = {"metatool": "metatool-default-unseen", "seal_tools": "seal_tools-default-unseen"}
 
 
 def print_results() -> None:

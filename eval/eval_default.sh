@@ -2,7 +2,7 @@
 # The shipped default policy (method `policy`, reason mode; `policy-fast`, no rationale) against the
 # retrieval baselines and name generation, on seen-test and unseen-test of both vendored benchmarks, the
 # whole catalog in the bank, paired bootstrap intervals. Seeded samples of queries per split, sized so the
-# whole script takes about an hour on 2 CPU cores (Seal-Tools steps are long: cards carry schemas).
+# whole script takes about 1 h 30 min on 2 CPU cores (Seal-Tools steps are long: cards carry schemas).
 set -eu
 PY=${PY:-.venv/bin/python}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -14,3 +14,7 @@ $PY -m eval --bench metatool --methods bm25,dense,hybrid,policy,policy-fast \
 # Seal-Tools: about 8 s a step for the policy here (long prompts), so a small sample and no fast mode.
 $PY -m eval --bench seal_tools --methods bm25,dense,hybrid,namegen,policy \
     --split seen-test,unseen-test --limit ${SEAL_LIMIT:-20} --out eval/results/seal_tools-default
+# 100 unseen Seal-Tools queries (276 steps; the sample of the GPU ablation, whose namegen row covers them,
+# eval/results/namegen-seal_tools-unseen-test): about 40 min here.
+$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy \
+    --split unseen-test --limit ${SEAL_UNSEEN_LIMIT:-100} --out eval/results/seal_tools-default-unseen
