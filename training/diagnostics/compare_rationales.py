@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import torch
 
+from autotool.rollout import ToolTable, embed
 from eval.benchmarks import load_benchmark
 from eval.harness import eval_bank
 from eval.metrics import paired_bootstrap
@@ -29,18 +31,11 @@ def read(folder: Path, bench: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def hits(bank, rows: list[dict], b: float, names: list[str], vectors: np.ndarray) -> np.ndarray:
+def hits(table: ToolTable, rows: list[dict], b: float) -> np.ndarray:
     """1.0 where the anchor's nearest tool is the gold one."""
-    encode = bank.embedder.encode
-    query = encode([r["query"] for r in rows])
-    rationale = np.zeros_like(query)
-    present = [i for i, r in enumerate(rows) if r["rationale"].strip()]
-    if present:
-        rationale[present] = encode([rows[i]["rationale"] for i in present])
-    anchor = query + b * rationale
-    anchor /= np.linalg.norm(anchor, axis=1, keepdims=True)
-    best = (anchor @ vectors.T).argmax(1)
-    return np.array([float(names[i] == r["gold"]) for i, r in zip(best, rows)])
+    anchor = embed(table, [r["query"] for r in rows]) + b * embed(table, [r["rationale"] for r in rows])
+    best = (torch.nn.functional.normalize(anchor, dim=-1) @ table.vectors.T).argmax(1)
+    return np.array([float(table.tools[int(i)].name == r["gold"]) for i, r in zip(best, rows)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,10 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         if [r["query"] for r in before] != [r["query"] for r in after]:
             print(f"error: {args.before} and {args.after} hold different {bench.name} queries", file=sys.stderr)
             return 2
-        bank = eval_bank(bench, args.embedder)
-        names = sorted(t.name for t in bank)
-        vectors = bank.vectors(names)
-        h0, h1 = hits(bank, before, args.b, names, vectors), hits(bank, after, args.b, names, vectors)
+        table = ToolTable.from_bank(eval_bank(bench, args.embedder))
+        h0, h1 = hits(table, before, args.b), hits(table, after, args.b)
         d = paired_bootstrap(h1, h0)
         print(f"| {bench.name} | {len(h0)} | {h0.mean():.3f} | {h1.mean():.3f} | "
               f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |")
