@@ -7,7 +7,10 @@ policy selects exactly like dense retrieval on the query. Pure form (`e' = norma
 `anchor="pure"`.
 
 Selection: `p(t_k | e') = softmax_k(-g ||e' - e_k||^2)`; for unit vectors that is a softmax of `2 g e'.e_k`,
-computed over the FAISS top-K candidates (the whole bank when it has at most K tools).
+computed over the FAISS top-K candidates (the whole bank when it has at most K tools). A calibrated head
+may add a lexical prior: `softmax_k(2 g (e'.e_k + l * bm25_k))`, bm25_k the BM25 score of the query against
+tool k divided by the best one's (so in [0, 1]); l is 0 unless `training.calibrate` fits it on val, so the
+design's distribution is the default. The candidates are then the dense top-K and the BM25 top-K together.
 
 A saved policy is a folder:
 ```
@@ -61,6 +64,11 @@ class AnchorHead(nn.Module):
         self.a = nn.Parameter(torch.tensor(1.0 if trainable_mix else 0.0), requires_grad=trainable_mix)
         self.b = nn.Parameter(torch.tensor(0.0), requires_grad=trainable_mix)
         self.log_g = nn.Parameter(torch.tensor(math.log(sharpness)))
+        self.register_buffer("lexical", torch.tensor(0.0))  # l, the lexical prior's weight (fitted, not trained)
+
+    @property
+    def uses_lexical(self) -> bool:
+        return bool(self.lexical != 0)
 
     @property
     def uses_hidden(self) -> bool:
@@ -76,9 +84,13 @@ class AnchorHead(nn.Module):
             out = out + self.b * rationale
         return nn.functional.normalize(out, dim=-1)
 
-    def logits(self, anchors: torch.Tensor, tools: torch.Tensor) -> torch.Tensor:
-        """(batch, n_tools) `-g ||e' - e_k||^2` up to a per-row constant, i.e. `2 g e'.e_k` for unit vectors."""
-        return 2.0 * self.log_g.exp() * anchors @ tools.T
+    def logits(self, anchors: torch.Tensor, tools: torch.Tensor, lexical: torch.Tensor | None = None) -> torch.Tensor:
+        """(batch, n_tools) `-g ||e' - e_k||^2` up to a per-row constant, i.e. `2 g e'.e_k` for unit vectors,
+        plus `2 g l lexical` when `lexical` (batch, n_tools), the normalised BM25 scores, is given."""
+        scores = anchors @ tools.T
+        if lexical is not None:
+            scores = scores + self.lexical * lexical.to(scores)
+        return 2.0 * self.log_g.exp() * scores
 
 
 @dataclass
@@ -167,7 +179,9 @@ class Policy:
         model = PeftModel.from_pretrained(model, path / "adapter", is_trainable=trainable)
         model.eval()
         head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
-        head.load_state_dict(load_file(path / "anchor_head.safetensors"))
+        state = load_file(path / "anchor_head.safetensors")
+        state.setdefault("lexical", torch.tensor(0.0))  # heads saved before the lexical prior existed
+        head.load_state_dict(state)
         info = {k: v for k, v in manifest.items()
                 if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")}
         return cls(model, tokenizer, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
@@ -282,11 +296,23 @@ class Policy:
 
     def candidates(self, bank: ToolBank, anchor: np.ndarray, query: str, top_k: int = 64,
                    namespace: str | None = None) -> list[Candidate]:
-        """The top-K tools by inner product with `anchor` and their selection probabilities, best first."""
-        hits = bank.search(query, k=top_k, mode="dense", namespace=namespace, query_vector=anchor)
-        if not hits:
+        """The top-K tools by inner product with `anchor` (and, with a lexical prior, the BM25 top-K) and
+        their selection probabilities, best first."""
+        tools = {h.name: h.tool for h in bank.search(query, k=top_k, mode="dense", namespace=namespace,
+                                                      query_vector=anchor)}
+        lexical: dict[str, float] = {}
+        if self.head.uses_lexical:
+            hits = bank.search(query, k=top_k, mode="bm25", namespace=namespace)
+            lexical = {h.name: h.score / hits[0].score for h in hits}  # best first: hits[0] has the top score
+            tools.update((h.name, h.tool) for h in hits)
+        if not tools:
             return []
-        cosines = torch.tensor([h.score for h in hits])  # (k,)
+        names = list(tools)
+        vectors, anchors = torch.from_numpy(bank.vectors(names)), torch.from_numpy(anchor[None].astype(np.float32))
+        cosines = (anchors @ vectors.T)[0]  # (n,)
         with torch.no_grad():
-            probs = torch.softmax(2.0 * float(self.head.log_g.exp()) * cosines, dim=0)
-        return [Candidate(h.tool, float(p), float(c)) for h, p, c in zip(hits, probs, cosines)]
+            logits = self.head.logits(anchors, vectors,
+                                      torch.tensor([[lexical.get(n, 0.0) for n in names]]) if lexical else None)
+            probs = torch.softmax(logits[0], dim=0)
+        order = torch.argsort(probs, descending=True, stable=True).tolist()
+        return [Candidate(tools[names[i]], float(probs[i]), float(cosines[i])) for i in order]

@@ -25,6 +25,7 @@ from autotool.policy import Policy
 from autotool.prompts import prompt, tool_card
 from autotool.select import RATIONALE_TOKENS  # one rationale budget for select_tool and rollouts
 from toolbank import Tool, ToolBank
+from toolbank.search import BM25Index
 
 CALL_TOKENS = 64
 
@@ -46,6 +47,18 @@ class ToolTable:
     def __post_init__(self):
         self.index = {t.name: i for i, t in enumerate(self.tools)}
         self.cards = [tool_card(t) for t in self.tools]
+        self._bm25: BM25Index | None = None
+
+    def lexical(self, queries: Sequence[str]) -> torch.Tensor:
+        """(n, n_tools) BM25 score of each query against each tool's text, divided by the query's best (0..1)."""
+        if self._bm25 is None:
+            self._bm25 = BM25Index(list(range(len(self.tools))), [t.text for t in self.tools])
+        out = torch.zeros(len(queries), len(self.tools))
+        for row, query in enumerate(queries):
+            scores = torch.from_numpy(self._bm25.scores(query))
+            if scores.max() > 0:
+                out[row] = scores / scores.max()
+        return out
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -164,7 +177,8 @@ def selection_logits(policy: Policy, table: ToolTable, hidden: torch.Tensor, rol
     """(batch, n_tools) logits of p(t | e') for each rollout's anchor; excluded tools at -inf."""
     queries = torch.stack([r.query_vector for r in rollouts]).to(hidden.device)
     rationales = torch.stack([r.rationale_vector for r in rollouts]).to(hidden.device)
-    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors.to(hidden.device))
+    lexical = table.lexical([r.input.query for r in rollouts]) if policy.head.uses_lexical else None
+    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors.to(hidden.device), lexical)
     for row, r in enumerate(rollouts):
         for name in r.input.exclude:
             if name in table.index:

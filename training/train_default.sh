@@ -1,8 +1,8 @@
 #!/bin/sh
 # Train the default policy shipped in autotool/default_policy/ (see training/configs/phase1-default.yaml):
 # SFT on MetaTool's train split, then on Seal-Tools'; copy the result into the package and fit the anchor
-# head's rationale weight b and sharpness g on both val splits (tools held out from training); then GRPO on
-# MetaTool's train split from it, ship that, and fit b and g again.
+# head's rationale weight b, lexical prior weight l and sharpness g on both val splits (tools held out from
+# training); then GRPO on MetaTool's train split from it, ship that, and fit b, l and g again.
 # About 1 h 45 min on 2 CPU cores (`make train-default` prints the wall time).
 set -eu
 PY=${PY:-.venv/bin/python}

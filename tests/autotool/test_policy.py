@@ -59,6 +59,40 @@ def test_selection_distribution_is_softmax_of_sharpness_times_cosine(bank, polic
     assert selection.probability == pytest.approx(probs[0])
 
 
+def test_lexical_prior_adds_normalised_bm25_to_the_cosine(bank, policy):
+    from autotool.rollout import StepInput, ToolTable, rollout
+
+    policy.head.lexical.fill_(0.5)
+    query = "weather forecast"
+    selection = select_tool(query, bank, policy, k=10, mode="fast", arguments=False)
+    g = float(policy.head.log_g.detach().exp())
+    cosine = {h.name: h.score for h in bank.search(query, k=10, mode="dense")}
+    bm25 = bank.search(query, k=10, mode="bm25")
+    assert bm25 and len(bm25) < len(bank)  # some tools share no word with the query: their prior is 0
+    lexical = {h.name: h.score / bm25[0].score for h in bm25}
+    logits = np.array([2 * g * (cosine[n] + 0.5 * lexical.get(n, 0.0)) for n in cosine])
+    expected = dict(zip(cosine, np.exp(logits) / np.exp(logits).sum()))
+    assert [p for _, p in selection.candidates] == pytest.approx([expected[t.name] for t, _ in selection.candidates],
+                                                                  rel=1e-4)
+    assert [p for _, p in selection.candidates] == sorted([p for _, p in selection.candidates], reverse=True)
+    # rollouts (training and evaluation) score the whole table with the same prior
+    table = ToolTable.from_bank(bank)
+    (r,), = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", call_tokens=2)
+    assert {table.tools[t].name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
+
+
+def test_head_saved_before_the_lexical_prior_loads_without_it(bank, policy, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    policy.save(tmp_path / "policy")
+    head_file = tmp_path / "policy" / "anchor_head.safetensors"
+    state = load_file(head_file)
+    del state["lexical"]
+    save_file(state, head_file)
+    loaded = Policy.load(tmp_path / "policy", bank)
+    assert loaded.head.lexical.item() == 0.0 and not loaded.head.uses_lexical
+
+
 def test_tool_added_after_the_policy_is_selectable(bank, policy):
     bank.add([Tool("book_meeting_room", "Reserve a meeting room in the office for a time slot")])
     selection = select_tool("reserve a meeting room for a time slot", bank, policy, mode="fast", arguments=False)
@@ -105,6 +139,7 @@ def test_bad_queries_and_banks(bank, policy, tmp_path):
 def test_save_load_round_trip(bank, policy, tmp_path):
     torch.nn.init.normal_(policy.head.W.weight, std=0.1)
     policy.head.b.data.fill_(0.3)
+    policy.head.lexical.fill_(0.2)
     policy.save(tmp_path / "policy")
     manifest = json.loads((tmp_path / "policy" / "manifest.json").read_text())
     assert manifest["embedder"] == "hash:64" and manifest["dim"] == 64 and manifest["format_version"] == 1
@@ -115,7 +150,7 @@ def test_save_load_round_trip(bank, policy, tmp_path):
     torch.testing.assert_close(h1, h2)
     np.testing.assert_allclose(policy.anchor(bank, "weather", "rain", h1), loaded.anchor(bank, "weather", "rain", h2),
                                atol=1e-6)
-    assert loaded.head.uses_hidden and loaded.trained
+    assert loaded.head.uses_hidden and loaded.trained and loaded.head.lexical.item() == pytest.approx(0.2)
 
 
 def test_frozen_policy_keeps_adapters_merged_and_reuses_the_system_prompt_cache(bank, policy, tmp_path):

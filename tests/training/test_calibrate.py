@@ -15,23 +15,33 @@ from training.calibrate import ValSteps, fit
 TOOLS = torch.eye(4)  # four orthogonal tool vectors
 
 
-def val_steps(rationale: torch.Tensor) -> ValSteps:
+def val_steps(rationale: torch.Tensor, lexical: torch.Tensor | None = None) -> ValSteps:
     """Queries halfway between their gold tool (0 or 2) and a decoy, leaning slightly to the decoy."""
     gold = torch.tensor([0, 2, 0, 2])
     decoy = torch.tensor([1, 3, 1, 3])
     query = torch.nn.functional.normalize(0.9 * TOOLS[gold] + 1.0 * TOOLS[decoy], dim=-1)
     table = ToolTable.__new__(ToolTable)
     table.vectors = TOOLS
-    return ValSteps("synthetic", table, [], [], query, rationale, torch.zeros(4, 4), gold)
+    return ValSteps("synthetic", table, [], [], query, rationale, torch.zeros(4, 4),
+                    torch.zeros(4, 4) if lexical is None else lexical, gold)
 
 
 def test_fit_weights_an_informative_rationale_and_ignores_a_useless_one():
     gold = torch.tensor([0, 2, 0, 2])
-    b, g, table = fit([val_steps(TOOLS[gold])], a=1.0)  # the rationale names the gold tool's direction
-    assert table[0.0] == [0.0] and table[b] == [1.0] and 0 < b <= 0.2  # the smallest b that flips all four
-    assert g > 1.0
-    b, _, table = fit([val_steps(torch.zeros(4, 4))], a=1.0)  # no rationale: nothing to gain, so b stays 0
-    assert b == 0.0 and {v[0] for v in table.values()} == {0.0}
+    b, lexical, g, table = fit([val_steps(TOOLS[gold])], a=1.0)  # the rationale names the gold tool's direction
+    assert table[0.0, 0.0] == [0.0] and table[b, lexical] == [1.0] and 0 < b <= 0.2  # the smallest b that flips all
+    assert lexical == 0.0 and g > 1.0  # no lexical signal (all zeros): l stays 0
+    b, lexical, _, table = fit([val_steps(torch.zeros(4, 4))], a=1.0)  # no rationale, no lexical signal
+    assert (b, lexical) == (0.0, 0.0) and {v[0] for v in table.values()} == {0.0}
+
+
+def test_fit_weights_a_lexical_prior_that_finds_the_gold_tool():
+    gold = torch.tensor([0, 2, 0, 2])
+    b, lexical, _, table = fit([val_steps(torch.zeros(4, 4), lexical=TOOLS[gold])], a=1.0)
+    # cos(query, decoy) - cos(query, gold) = 0.1 / |0.9 e_g + e_d| = 0.074: the smallest l above it wins
+    assert (b, lexical) == (0.0, 0.075) and table[0.0, 0.05] == [0.0] and table[0.0, 0.075] == [1.0]
+    _, lexical, _, _ = fit([val_steps(torch.zeros(4, 4), lexical=TOOLS[gold])], a=1.0, lexical_grid=[0.0])
+    assert lexical == 0.0  # --no-lexical
 
 
 def test_cli_writes_b_and_g_into_the_policy(tmp_path):
@@ -51,6 +61,7 @@ def test_cli_writes_b_and_g_into_the_policy(tmp_path):
     assert len(written) == record["val_queries"][bench.name]
     assert {"query", "gold", "rationale"} <= set(json.loads(written[0]))
     assert "| 0.5" in (out / "results.md").read_text()  # one row per b of the grid
+    assert record["lexical"] in calibrate.L_GRID and loaded.head.lexical.item() == record["lexical"]
     assert calibrate.main([str(tmp_path / "nothing")]) == 2
 
 
