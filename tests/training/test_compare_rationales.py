@@ -27,3 +27,17 @@ def test_a_rationale_that_restates_the_gold_tool_wins_and_mismatched_queries_are
     write(tmp_path / "other", bench, [{"query": "x", "gold": t.name, "rationale": ""} for t in bench.tools])
     assert compare_rationales.main([str(tmp_path / "before"), str(tmp_path / "other"), *args]) == 2
     assert "different" in capsys.readouterr().err
+
+
+def test_the_lexical_prior_is_added_to_the_cosine(tmp_path):
+    import torch
+
+    from autotool.rollout import ToolTable
+    from eval.harness import eval_bank
+
+    bench = load_benchmark(write_bench(tmp_path / "tiny"))
+    table = ToolTable.from_bank(eval_bank(bench, "hash:64", root=tmp_path / "banks"))
+    rows = [{"query": t.text, "gold": t.name, "rationale": ""} for t in table.tools]  # each query is its tool's text
+    table.vectors = torch.nn.functional.normalize(torch.ones_like(table.vectors), dim=-1)  # dense cannot tell them apart
+    assert compare_rationales.hits(table, rows, b=0.0).mean() < 0.5  # every tie goes to the first tool
+    assert compare_rationales.hits(table, rows, b=0.0, lexical=1.0).mean() == 1.0  # BM25 finds each from its text

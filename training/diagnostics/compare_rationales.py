@@ -1,11 +1,12 @@
 """Do one policy's rationales select better than another's? Paired, on the same val queries.
 
-    python -m training.diagnostics.compare_rationales BEFORE AFTER [--bench metatool,seal_tools] [--b 0.75]
+    python -m training.diagnostics.compare_rationales BEFORE AFTER [--bench metatool,seal_tools] [--b 0.75] [--lexical 0]
 
 BEFORE and AFTER are `training.calibrate --out` folders (their `rationales-BENCH.jsonl`, written for the
 same seeded sample of val queries). For each query, the anchor `normalize(E(query) + b E(rationale))` is
-scored against the whole catalog (a = 1, W = 0: the heads `training.calibrate` fits); prints val hit@1 of
-both and the paired difference AFTER - BEFORE with a bootstrap 95% interval.
+scored against the whole catalog, plus `lexical` times the query's normalised BM25 scores (a = 1, W = 0:
+the heads `training.calibrate` fits); prints val hit@1 of both and the paired difference AFTER - BEFORE
+with a bootstrap 95% interval.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ def read(folder: Path, bench: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def hits(table: ToolTable, rows: list[dict], b: float) -> np.ndarray:
-    """1.0 where the anchor's nearest tool is the gold one."""
-    anchor = embed(table, [r["query"] for r in rows]) + b * embed(table, [r["rationale"] for r in rows])
-    best = (torch.nn.functional.normalize(anchor, dim=-1) @ table.vectors.T).argmax(1)
+def hits(table: ToolTable, rows: list[dict], b: float, lexical: float = 0.0) -> np.ndarray:
+    """1.0 where the tool scored best (cosine with the anchor, plus the lexical prior) is the gold one."""
+    queries = [r["query"] for r in rows]
+    anchor = embed(table, queries) + b * embed(table, [r["rationale"] for r in rows])
+    scores = torch.nn.functional.normalize(anchor, dim=-1) @ table.vectors.T
+    best = (scores + lexical * table.lexical(queries) if lexical else scores).argmax(1)
     return np.array([float(table.tools[int(i)].name == r["gold"]) for i, r in zip(best, rows)])
 
 
@@ -44,9 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("after", type=Path)
     parser.add_argument("--bench", default="metatool,seal_tools")
     parser.add_argument("--b", type=float, default=0.75, help="the rationale's weight in the anchor")
+    parser.add_argument("--lexical", type=float, default=0.0, help="the lexical prior's weight l")
     parser.add_argument("--embedder", default="default", help="the embedder the policies were trained with")
     args = parser.parse_args(argv)
-    print(f"val hit@1, anchor E(query) + {args.b:g} E(rationale); {args.after} - {args.before}\n")
+    prior = f" + {args.lexical:g} bm25" if args.lexical else ""
+    print(f"val hit@1, anchor E(query) + {args.b:g} E(rationale){prior}; {args.after} - {args.before}\n")
     print("| benchmark | n | before | after | after - before [95% CI] |\n|---|---:|---:|---:|---|")
     for name in [b.strip() for b in args.bench.split(",") if b.strip()]:
         bench = load_benchmark(name)
@@ -59,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {args.before} and {args.after} hold different {bench.name} queries", file=sys.stderr)
             return 2
         table = ToolTable.from_bank(eval_bank(bench, args.embedder))
-        h0, h1 = hits(table, before, args.b), hits(table, after, args.b)
+        h0, h1 = hits(table, before, args.b, args.lexical), hits(table, after, args.b, args.lexical)
         d = paired_bootstrap(h1, h0)
         print(f"| {bench.name} | {len(h0)} | {h0.mean():.3f} | {h1.mean():.3f} | "
               f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |")
