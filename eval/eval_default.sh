@@ -15,6 +15,7 @@ $PY -m eval --bench metatool --methods bm25,dense,hybrid,policy,policy-fast \
 $PY -m eval --bench seal_tools --methods bm25,dense,hybrid,namegen,policy \
     --split seen-test,unseen-test --limit ${SEAL_LIMIT:-20} --out eval/results/seal_tools-default
 # 100 unseen Seal-Tools queries (276 steps; the sample of the GPU ablation, whose namegen row covers them,
-# eval/results/namegen-seal_tools-unseen-test): about 40 min here.
-$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy \
+# eval/results/namegen-seal_tools-unseen-test), with fast mode (E(query) + the lexical prior: the val-fitted
+# weighted hybrid the rationale has to beat): about 70 min here.
+$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy,policy-fast \
     --split unseen-test --limit ${SEAL_UNSEEN_LIMIT:-100} --out eval/results/seal_tools-default-unseen
