@@ -1,8 +1,9 @@
 #!/bin/sh
 # Train the default policy shipped in autotool/default_policy/ (see training/configs/phase1-default.yaml):
 # SFT on MetaTool's train split, then on Seal-Tools'; copy the result into the package and fit the anchor
-# head's rationale weight b, lexical prior weight l and sharpness g on both val splits (tools held out from
-# training); then GRPO on MetaTool's train split from it, ship that, and fit b, l and g again.
+# head's rationale weight b and sharpness g on both val splits (tools held out from training); then GRPO on
+# MetaTool's train split from it, ship that, and fit b, g and the lexical prior's weight l (the shipped
+# policy's GRPO steps ran without the prior, so the first fit keeps l at 0).
 # About 1 h 45 min on 2 CPU cores (`make train-default` prints the wall time).
 set -eu
 PY=${PY:-.venv/bin/python}
@@ -15,10 +16,10 @@ $PY -m training.phase1 --config training/configs/phase1-default.yaml --benchmark
     --init $RUNS/default-metatool/policy-sft --out $RUNS/default-seal_tools --sft.steps 30
 $PY -m training.ship $RUNS/default-seal_tools/policy-sft autotool/default_policy \
     --command "make train-default" --data "$DATA"
-$PY -m training.calibrate autotool/default_policy --bench metatool,seal_tools --limit 400 \
+$PY -m training.calibrate autotool/default_policy --bench metatool,seal_tools --limit 400 --no-lexical \
     --out training/results/calibrate --write
 $PY -m training.phase1 --config training/configs/phase1-grpo-default.yaml --out $RUNS/default-grpo
 $PY -m training.ship $RUNS/default-grpo/policy-grpo autotool/default_policy --command "make train-default" \
     --data "$DATA; b and g fitted on val; then metatool train (seed 0), 36 GRPO steps x 4 queries x 4 rollouts (head fixed)"
 $PY -m training.calibrate autotool/default_policy --bench metatool,seal_tools --limit 400 \
-    --out training/results/calibrate-grpo --write
+    --out training/results/calibrate-lexical --write
