@@ -8,7 +8,8 @@ reason mode. With a and W as trained, b and l are chosen on a grid to maximise v
 `e'.e_k + l * bm25_k` (the mean over the benchmarks, the whole catalog as candidates; ties go to the smaller
 l, then the smaller b), then g to minimise the mean val negative log-likelihood of the gold tool.
 `--no-lexical` keeps l at 0 (the selection distribution of ../shared/DESIGN.md alone). Val tools never reach
-training inputs and no test split is read, so the test figures stay held out (../shared/DESIGN.md: model selection on a validation split of tools).
+training inputs and no test split is read, so the test figures stay held out (../shared/DESIGN.md: model
+selection on a validation split of tools).
 
 `--write` stores b, l and g in the policy's `anchor_head.safetensors` and records the fit in its manifest
 (`calibrated`). `--out` gets `results.md` (the grid) and `rationales-BENCH.jsonl` (what the policy wrote).
