@@ -87,10 +87,13 @@ class AnchorHead(nn.Module):
     def logits(self, anchors: torch.Tensor, tools: torch.Tensor, lexical: torch.Tensor | None = None) -> torch.Tensor:
         """(batch, n_tools) `-g ||e' - e_k||^2` up to a per-row constant, i.e. `2 g e'.e_k` for unit vectors,
         plus `2 g l lexical` when `lexical` (batch, n_tools), the normalised BM25 scores, is given."""
-        scores = anchors @ tools.T
+        return self.sharpen(anchors @ tools.T, lexical)
+
+    def sharpen(self, cosines: torch.Tensor, lexical: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits from cosines `e'.e_k`: `2 g (e'.e_k + l lexical)` (without the prior when `lexical` is None)."""
         if lexical is not None:
-            scores = scores + self.lexical * lexical.to(scores)
-        return 2.0 * self.log_g.exp() * scores
+            cosines = cosines + self.lexical * lexical.to(cosines)
+        return 2.0 * self.log_g.exp() * cosines
 
 
 @dataclass
@@ -298,21 +301,23 @@ class Policy:
                    namespace: str | None = None) -> list[Candidate]:
         """The top-K tools by inner product with `anchor` (and, with a lexical prior, the BM25 top-K) and
         their selection probabilities, best first."""
-        tools = {h.name: h.tool for h in bank.search(query, k=top_k, mode="dense", namespace=namespace,
-                                                      query_vector=anchor)}
+        dense = bank.search(query, k=top_k, mode="dense", namespace=namespace, query_vector=anchor)
+        tools = {h.name: h.tool for h in dense}
+        cosine = {h.name: h.score for h in dense}
         lexical: dict[str, float] = {}
         if self.head.uses_lexical:
             hits = bank.search(query, k=top_k, mode="bm25", namespace=namespace)
             lexical = {h.name: h.score / hits[0].score for h in hits}  # best first: hits[0] has the top score
             tools.update((h.name, h.tool) for h in hits)
+            extra = [h.name for h in hits if h.name not in cosine]  # outside the dense top-K: cosine from the store
+            if extra:
+                cosine.update(zip(extra, (bank.vectors(extra) @ anchor.astype(np.float32)).tolist()))
         if not tools:
             return []
         names = list(tools)
-        vectors, anchors = torch.from_numpy(bank.vectors(names)), torch.from_numpy(anchor[None].astype(np.float32))
-        cosines = (anchors @ vectors.T)[0]  # (n,)
+        cosines = torch.tensor([cosine[n] for n in names])  # (n,)
         with torch.no_grad():
-            logits = self.head.logits(anchors, vectors,
-                                      torch.tensor([[lexical.get(n, 0.0) for n in names]]) if lexical else None)
-            probs = torch.softmax(logits[0], dim=0)
+            logits = self.head.sharpen(cosines, torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None)
+            probs = torch.softmax(logits, dim=0)
         order = torch.argsort(probs, descending=True, stable=True).tolist()
         return [Candidate(tools[names[i]], float(probs[i]), float(cosines[i])) for i in order]
