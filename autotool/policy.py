@@ -9,8 +9,10 @@ policy selects exactly like dense retrieval on the query. Pure form (`e' = norma
 Selection: `p(t_k | e') = softmax_k(-g ||e' - e_k||^2)`; for unit vectors that is a softmax of `2 g e'.e_k`,
 computed over the FAISS top-K candidates (the whole bank when it has at most K tools). A calibrated head
 may add a lexical prior: `softmax_k(2 g (e'.e_k + l * bm25_k))`, bm25_k the BM25 score of the query against
-tool k divided by the best one's (so in [0, 1]); l is 0 unless `training.calibrate` fits it on val, so the
-design's distribution is the default. The candidates are then the dense top-K and the BM25 top-K together.
+tool k divided by the best one's (so in [0, 1]). A step after earlier calls weighs it with its own `l_later`:
+there the request names every call, and which of its parts are left is what the earlier steps settle. Both
+are 0 unless `training.calibrate` fits them on val, so the design's distribution is the default. The
+candidates are then the dense top-K and the BM25 top-K together.
 
 A saved policy is a folder:
 ```
@@ -64,11 +66,13 @@ class AnchorHead(nn.Module):
         self.a = nn.Parameter(torch.tensor(1.0 if trainable_mix else 0.0), requires_grad=trainable_mix)
         self.b = nn.Parameter(torch.tensor(0.0), requires_grad=trainable_mix)
         self.log_g = nn.Parameter(torch.tensor(math.log(sharpness)))
-        self.register_buffer("lexical", torch.tensor(0.0))  # l, the lexical prior's weight (fitted, not trained)
+        # The lexical prior's weights (fitted, not trained): l at a first step, l_later after earlier calls.
+        self.register_buffer("lexical", torch.tensor(0.0))
+        self.register_buffer("lexical_later", torch.tensor(0.0))
 
     @property
     def uses_lexical(self) -> bool:
-        return bool(self.lexical != 0)
+        return bool(self.lexical != 0 or self.lexical_later != 0)
 
     @property
     def uses_hidden(self) -> bool:
@@ -84,15 +88,21 @@ class AnchorHead(nn.Module):
             out = out + self.b * rationale
         return nn.functional.normalize(out, dim=-1)
 
-    def logits(self, anchors: torch.Tensor, tools: torch.Tensor, lexical: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(self, anchors: torch.Tensor, tools: torch.Tensor, lexical: torch.Tensor | None = None,
+               later: torch.Tensor | None = None) -> torch.Tensor:
         """(batch, n_tools) `-g ||e' - e_k||^2` up to a per-row constant, i.e. `2 g e'.e_k` for unit vectors,
-        plus `2 g l lexical` when `lexical` (batch, n_tools), the normalised BM25 scores, is given."""
-        return self.sharpen(anchors @ tools.T, lexical)
+        plus `2 g l lexical` when `lexical` (batch, n_tools), the normalised BM25 scores, is given; `later`
+        (batch,) bool marks the rows of steps after earlier calls, weighed by `l_later`."""
+        return self.sharpen(anchors @ tools.T, lexical, later)
 
-    def sharpen(self, cosines: torch.Tensor, lexical: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits from cosines `e'.e_k`: `2 g (e'.e_k + l lexical)` (without the prior when `lexical` is None)."""
+    def sharpen(self, cosines: torch.Tensor, lexical: torch.Tensor | None = None,
+                later: torch.Tensor | bool | None = None) -> torch.Tensor:
+        """Logits from cosines `e'.e_k` (n_tools,) or (batch, n_tools): `2 g (e'.e_k + l lexical)`, with
+        `l_later` in the rows `later` marks (a bool, or one per row); without the prior when `lexical` is None."""
         if lexical is not None:
-            cosines = cosines + self.lexical * lexical.to(cosines)
+            later = torch.as_tensor(False if later is None else later, device=self.lexical.device)
+            weight = torch.where(later, self.lexical_later, self.lexical)
+            cosines = cosines + (weight[:, None] if weight.dim() else weight).to(cosines) * lexical.to(cosines)
         return 2.0 * self.log_g.exp() * cosines
 
 
@@ -184,6 +194,7 @@ class Policy:
         head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
         state = load_file(path / "anchor_head.safetensors")
         state.setdefault("lexical", torch.tensor(0.0))  # heads saved before the lexical prior existed
+        state.setdefault("lexical_later", state["lexical"])  # ... or before l_later: one weight for every step
         head.load_state_dict(state)
         info = {k: v for k, v in manifest.items()
                 if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")}
@@ -298,9 +309,9 @@ class Policy:
         return e[0].cpu().numpy()
 
     def candidates(self, bank: ToolBank, anchor: np.ndarray, query: str, top_k: int = 64,
-                   namespace: str | None = None) -> list[Candidate]:
+                   namespace: str | None = None, later: bool = False) -> list[Candidate]:
         """The top-K tools by inner product with `anchor` (and, with a lexical prior, the BM25 top-K) and
-        their selection probabilities, best first."""
+        their selection probabilities, best first; `later`: the step follows earlier calls."""
         dense = bank.search(query, k=top_k, mode="dense", namespace=namespace, query_vector=anchor)
         tools = {h.name: h.tool for h in dense}
         cosine = {h.name: h.score for h in dense}
@@ -317,7 +328,8 @@ class Policy:
         names = list(tools)
         cosines = torch.tensor([cosine[n] for n in names])  # (n,)
         with torch.no_grad():
-            logits = self.head.sharpen(cosines, torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None)
+            logits = self.head.sharpen(cosines, torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None,
+                                       later)
             probs = torch.softmax(logits, dim=0)
         order = torch.argsort(probs, descending=True, stable=True).tolist()
         return [Candidate(tools[names[i]], float(probs[i]), float(cosines[i])) for i in order]

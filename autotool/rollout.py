@@ -178,7 +178,8 @@ def selection_logits(policy: Policy, table: ToolTable, hidden: torch.Tensor, rol
     queries = torch.stack([r.query_vector for r in rollouts]).to(hidden.device)
     rationales = torch.stack([r.rationale_vector for r in rollouts]).to(hidden.device)
     lexical = table.lexical([r.input.query for r in rollouts]) if policy.head.uses_lexical else None
-    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors.to(hidden.device), lexical)
+    later = torch.tensor([bool(r.input.context) for r in rollouts], device=hidden.device)
+    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors.to(hidden.device), lexical, later)
     for row, r in enumerate(rollouts):
         for name in r.input.exclude:
             if name in table.index:

@@ -138,7 +138,7 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
     text += f"{rationale}</think><tool_anchor>"
     hidden = policy.hidden_at_end(text) if policy.head.uses_hidden else None
     anchor = policy.anchor(bank, query, rationale, hidden)
-    candidates: list[Candidate] = policy.candidates(bank, anchor, query, max(top_k, k), namespace)
+    candidates: list[Candidate] = policy.candidates(bank, anchor, query, max(top_k, k), namespace, bool(context))
     if not candidates:
         raise ValueError(f"no tools in namespace {namespace!r} of bank {bank.path}")
     if sample:

@@ -83,15 +83,16 @@ def _batched(prepare: Callable[[list[Step]], None], cache: dict) -> Callable[[St
     return predict
 
 
-def _step_input(ctx: EvalContext, step: Step):
-    """The step as the policy reads it: the request and the earlier steps' texts (gold calls when known)."""
+def step_input(bank: ToolBank, step: Step):
+    """The step as the policy reads it: the request, the earlier steps' texts (gold calls when known) and the
+    tools they called, which it may not choose again."""
     from autotool.prompts import StepRecord, history
     from autotool.rollout import StepInput
 
     earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
     if not step.query.calls:
         earlier = [StepRecord("", name, {}) for name in step.context]
-    return StepInput(step.query.text, history(earlier, ctx.bank.get), step.context)
+    return StepInput(step.query.text, history(earlier, bank.get), step.context)
 
 
 @register("policy", fills_arguments=True)
@@ -124,7 +125,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         for start in range(0, len(steps), batch_size):
             batch = steps[start:start + batch_size]
             began = time.perf_counter()
-            written = rollout(policy, table, [_step_input(ctx, s) for s in batch], sample=False, mode=mode, **lengths)
+            written = rollout(policy, table, [step_input(ctx.bank, s) for s in batch], sample=False, mode=mode, **lengths)
             seconds = (time.perf_counter() - began) / len(batch)
             for step, (r,) in zip(batch, written):
                 cache[step.id] = (Prediction([table.tools[t].name for t, _ in r.ranking], [p for _, p in r.ranking],
@@ -224,7 +225,7 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
             batch = steps[start:start + batch_size]
             began = time.perf_counter()
             chosen = [choose(step) for step in batch]
-            starts = [prompt_ids(policy, _step_input(ctx, step)) + encode("</think><tool_anchor>")
+            starts = [prompt_ids(policy, step_input(ctx.bank, step)) + encode("</think><tool_anchor>")
                       + encode(tool_card(tools[0])) + encode("<tool_call>" + call_prefix(tools[0].name))
                       for step, (tools, _) in zip(batch, chosen)]
             written = generate_batch(policy, starts, call_tokens, "</tool_call>", sample=False)

@@ -81,16 +81,44 @@ def test_lexical_prior_adds_normalised_bm25_to_the_cosine(bank, policy):
     assert {table.tools[t].name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
 
 
+def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
+    from autotool.prompts import StepRecord, history
+    from autotool.rollout import StepInput, ToolTable, rollout
+
+    policy.head.lexical_later.fill_(0.5)  # l stays 0: a first step selects like dense retrieval
+    assert policy.head.uses_lexical
+    query, earlier = "weather forecast", [StepRecord("", "get_weather", {"city": "Paris"})]
+    g = float(policy.head.log_g.detach().exp())
+    cosine = {h.name: h.score for h in bank.search(query, k=10, mode="dense")}
+    bm25 = bank.search(query, k=10, mode="bm25")
+    lexical = {h.name: h.score / bm25[0].score for h in bm25}
+    for context, weight in [(None, 0.0), (earlier, 0.5)]:
+        logits = np.array([2 * g * (cosine[n] + weight * lexical.get(n, 0.0)) for n in cosine])
+        expected = dict(zip(cosine, np.exp(logits) / np.exp(logits).sum()))
+        selection = select_tool(query, bank, policy, k=10, mode="fast", context=context, arguments=False)
+        assert {t.name: p for t, p in selection.candidates} == pytest.approx(expected, rel=1e-4)
+        table = ToolTable.from_bank(bank)
+        step = StepInput(query, history(context or [], bank.get))
+        (r,), = rollout(policy, table, [step], sample=False, mode="fast", call_tokens=2)
+        assert {table.tools[t].name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
+    assert len({round(v, 6) for v in lexical.values()}) > 1  # the prior does reorder: the two weights differ
+
+
 def test_head_saved_before_the_lexical_prior_loads_without_it(bank, policy, tmp_path):
     from safetensors.torch import load_file, save_file
 
+    policy.head.lexical.fill_(0.2)
     policy.save(tmp_path / "policy")
     head_file = tmp_path / "policy" / "anchor_head.safetensors"
     state = load_file(head_file)
-    del state["lexical"]
+    del state["lexical_later"]  # saved before l_later: one weight at every step
     save_file(state, head_file)
     loaded = Policy.load(tmp_path / "policy", bank)
-    assert loaded.head.lexical.item() == 0.0 and not loaded.head.uses_lexical
+    assert loaded.head.lexical.item() == loaded.head.lexical_later.item() == pytest.approx(0.2)
+    del state["lexical"]  # saved before the prior
+    save_file(state, head_file)
+    loaded = Policy.load(tmp_path / "policy", bank)
+    assert loaded.head.lexical.item() == loaded.head.lexical_later.item() == 0.0 and not loaded.head.uses_lexical
 
 
 def test_tool_added_after_the_policy_is_selectable(bank, policy):

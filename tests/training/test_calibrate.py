@@ -1,4 +1,4 @@
-"""Fitting the rationale weight b and the sharpness g on the val split."""
+"""Fitting the rationale weight b, the lexical weights l and l_later and the sharpness g on the val split."""
 
 import json
 
@@ -15,7 +15,8 @@ from training.calibrate import ValSteps, fit
 TOOLS = torch.eye(4)  # four orthogonal tool vectors
 
 
-def val_steps(rationale: torch.Tensor, lexical: torch.Tensor | None = None) -> ValSteps:
+def val_steps(rationale: torch.Tensor, lexical: torch.Tensor | None = None,
+              later: tuple[bool, ...] = (False,) * 4) -> ValSteps:
     """Queries halfway between their gold tool (0 or 2) and a decoy, leaning slightly to the decoy."""
     gold = torch.tensor([0, 2, 0, 2])
     decoy = torch.tensor([1, 3, 1, 3])
@@ -23,25 +24,51 @@ def val_steps(rationale: torch.Tensor, lexical: torch.Tensor | None = None) -> V
     table = ToolTable.__new__(ToolTable)
     table.vectors = TOOLS
     return ValSteps("synthetic", table, [], [], query, rationale, torch.zeros(4, 4),
-                    torch.zeros(4, 4) if lexical is None else lexical, gold)
+                    torch.zeros(4, 4) if lexical is None else lexical, gold, torch.tensor(later),
+                    torch.zeros(4, 4, dtype=torch.bool))
 
 
 def test_fit_weights_an_informative_rationale_and_ignores_a_useless_one():
     gold = torch.tensor([0, 2, 0, 2])
-    b, lexical, g, table = fit([val_steps(TOOLS[gold])], a=1.0)  # the rationale names the gold tool's direction
-    assert table[0.0, 0.0] == [0.0] and table[b, lexical] == [1.0] and 0 < b <= 0.2  # the smallest b that flips all
-    assert lexical == 0.0 and g > 1.0  # no lexical signal (all zeros): l stays 0
-    b, lexical, _, table = fit([val_steps(torch.zeros(4, 4))], a=1.0)  # no rationale, no lexical signal
-    assert (b, lexical) == (0.0, 0.0) and {v[0] for v in table.values()} == {0.0}
+    b, lexical, later, g, table = fit([val_steps(TOOLS[gold])], a=1.0)  # the rationale names the gold direction
+    assert table[0.0, 0.0, 0.0] == [0.0] and table[b, lexical, later] == [1.0] and 0 < b <= 0.2  # smallest b
+    assert lexical == later == 0.0 and g > 1.0  # no lexical signal (all zeros): l stays 0
+    assert all(k[1] == k[2] for k in table)  # no step follows earlier calls: l_later is l
+    b, lexical, later, _, table = fit([val_steps(torch.zeros(4, 4))], a=1.0)  # no rationale, no lexical signal
+    assert (b, lexical, later) == (0.0, 0.0, 0.0) and {v[0] for v in table.values()} == {0.0}
 
 
 def test_fit_weights_a_lexical_prior_that_finds_the_gold_tool():
     gold = torch.tensor([0, 2, 0, 2])
-    b, lexical, _, table = fit([val_steps(torch.zeros(4, 4), lexical=TOOLS[gold])], a=1.0)
+    b, lexical, later, _, table = fit([val_steps(torch.zeros(4, 4), lexical=TOOLS[gold])], a=1.0)
     # cos(query, decoy) - cos(query, gold) = 0.1 / |0.9 e_g + e_d| = 0.074: the smallest l above it wins
-    assert (b, lexical) == (0.0, 0.075) and table[0.0, 0.05] == [0.0] and table[0.0, 0.075] == [1.0]
-    _, lexical, _, _ = fit([val_steps(torch.zeros(4, 4), lexical=TOOLS[gold])], a=1.0, lexical_grid=[0.0])
-    assert lexical == 0.0  # --no-lexical
+    assert (b, lexical, later) == (0.0, 0.075, 0.075) and table[0.0, 0.05, 0.05] == [0.0]
+    assert table[0.0, 0.075, 0.075] == [1.0]
+    _, lexical, later, _, _ = fit([val_steps(torch.zeros(4, 4), lexical=TOOLS[gold])], a=1.0, lexical_grid=[0.0])
+    assert lexical == later == 0.0  # --no-lexical
+
+
+def test_steps_after_earlier_calls_get_their_own_lexical_weight():
+    """First steps lean to the gold tool and the prior points at the decoy; steps after earlier calls lean to
+    the decoy and the prior points at the gold tool. One weight cannot serve both; l and l_later can."""
+    gold, decoy = torch.tensor([0, 2, 0, 2]), torch.tensor([1, 3, 1, 3])
+    first = torch.tensor([True, True, False, False])
+    lexical = torch.where(first[:, None], TOOLS[decoy], TOOLS[gold])
+    val = val_steps(torch.zeros(4, 4), lexical, later=tuple((~first).tolist()))
+    val.query[first] = torch.nn.functional.normalize(TOOLS[gold] + 0.9 * TOOLS[decoy], dim=-1)[first]
+    b, lexical_first, lexical_later, _, table = fit([val], a=1.0)
+    assert (b, lexical_first, lexical_later) == (0.0, 0.0, 0.075) and table[0.0, 0.0, 0.075] == [1.0]
+    assert max(v[0] for k, v in table.items() if k[1] == k[2]) == 0.5  # one weight at every step: half right
+    assert calibrate.hits(val, 1.0, 0.0, 0.0, 0.075).tolist() == [1.0] * 4
+
+
+def test_tools_called_at_earlier_steps_are_not_chosen_again():
+    gold = torch.tensor([0, 2, 0, 2])
+    val = val_steps(torch.zeros(4, 4))
+    assert calibrate.hit_at_1(val, 1.0, 0.0) == 0.0  # each query leans to its decoy
+    val.excluded[:, [1, 3]] = True  # the decoys were called before
+    assert calibrate.hit_at_1(val, 1.0, 0.0) == 1.0 and calibrate.scores(val, 1.0, 0.0)[0, 1] == float("-inf")
+    assert (calibrate.scores(val, 1.0, 0.0).argmax(1) == gold).all()
 
 
 def test_cli_writes_b_and_g_into_the_policy(tmp_path):
@@ -58,10 +85,11 @@ def test_cli_writes_b_and_g_into_the_policy(tmp_path):
     assert loaded.head.b.item() == record["b"] and abs(loaded.head.log_g.exp().item() - record["g"]) < 1e-3
     assert record["b"] in calibrate.B_GRID and record["val_queries"][bench.name] > 0
     written = (out / f"rationales-{bench.name}.jsonl").read_text().splitlines()
-    assert len(written) == record["val_queries"][bench.name]
-    assert {"query", "gold", "rationale"} <= set(json.loads(written[0]))
+    assert len(written) == record["val_steps"][bench.name] >= record["val_queries"][bench.name]
+    assert {"query", "index", "gold", "rationale"} <= set(json.loads(written[0]))
     assert "| 0.5" in (out / "results.md").read_text()  # one row per b of the grid
     assert record["lexical"] in calibrate.L_GRID and loaded.head.lexical.item() == record["lexical"]
+    assert loaded.head.lexical_later.item() == record["lexical_later"]
     assert calibrate.main([str(tmp_path / "nothing")]) == 2
 
 

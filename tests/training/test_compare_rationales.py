@@ -18,7 +18,8 @@ def test_a_rationale_that_restates_the_gold_tool_wins_and_mismatched_queries_are
     bench = load_benchmark(write_bench(tmp_path / "tiny"))
     queries = [("tell me something", t) for t in bench.tools]  # the query alone points nowhere in particular
     write(tmp_path / "before", bench, [{"query": q, "gold": t.name, "rationale": ""} for q, t in queries])
-    write(tmp_path / "after", bench, [{"query": q, "gold": t.name, "rationale": t.text} for q, t in queries])
+    later = [{"query": "then more", "index": 1, "gold": t.name, "rationale": ""} for t in bench.tools]  # skipped
+    write(tmp_path / "after", bench, [{"query": q, "gold": t.name, "rationale": t.text} for q, t in queries] + later)
     args = ["--bench", str(bench.folder), "--b", "10", "--embedder", "hash:64"]
     assert compare_rationales.main([str(tmp_path / "before"), str(tmp_path / "after"), *args]) == 0
     row = capsys.readouterr().out.splitlines()[-1].split("|")

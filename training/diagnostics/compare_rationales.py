@@ -3,7 +3,7 @@
     python -m training.diagnostics.compare_rationales BEFORE AFTER [--bench metatool,seal_tools] [--b 0.75] [--lexical 0]
 
 BEFORE and AFTER are `training.calibrate --out` folders (their `rationales-BENCH.jsonl`, written for the
-same seeded sample of val queries). For each query, the anchor `normalize(E(query) + b E(rationale))` is
+same seeded sample of val queries). For the first step of each query, the anchor `normalize(E(query) + b E(rationale))` is
 scored against the whole catalog, plus `lexical` times the query's normalised BM25 scores (a = 1, W = 0:
 the heads `training.calibrate` fits); prints val hit@1 of both and the paired difference AFTER - BEFORE
 with a bootstrap 95% interval.
@@ -26,10 +26,12 @@ from eval.metrics import paired_bootstrap
 
 
 def read(folder: Path, bench: str) -> list[dict]:
+    """The rationales written for first steps (files from before later steps were written hold only those)."""
     path = folder / f"rationales-{bench}.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{path}: no rationales for {bench} (write them with training.calibrate --out)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in rows if r.get("index", 0) == 0]
 
 
 def hits(table: ToolTable, rows: list[dict], b: float, lexical: float = 0.0) -> np.ndarray:
