@@ -60,18 +60,25 @@ class Agent:
         return tool
 
     def run(self, query: str) -> Trajectory:
-        """Loop select -> call -> observe until the policy answers or `max_steps` steps were taken."""
+        """Loop select -> call -> observe until the policy answers, `max_steps` steps were taken, or every tool
+        was called (a step does not choose a tool an earlier step called, as in training)."""
         trajectory, records = Trajectory(query), []
         policy = default_policy(self.bank) if self.policy is None else self.policy
         for _ in range(self.max_steps):
             try:
                 selection = select_tool(query, self.bank, policy, context=records, namespace=self.namespace)
-                observation = str(self.executors[selection.tool.name](**selection.arguments))
             except ArgumentError as e:
                 selection, observation = e.selection, f"error: {e}"
                 selection.arguments = {}
-            except Exception as e:  # a tool that raises is an observation, not the end of the run
-                observation = f"error: {type(e).__name__}: {e}"
+            except ValueError:
+                if records:  # every tool was called once already: nothing left to choose
+                    break
+                raise
+            else:
+                try:
+                    observation = str(self.executors[selection.tool.name](**selection.arguments))
+                except Exception as e:  # a tool that raises is an observation, not the end of the run
+                    observation = f"error: {type(e).__name__}: {e}"
             trajectory.steps.append((selection, observation))
             records.append(StepRecord(selection.rationale, selection.tool.name, selection.arguments or {}, observation))
             text = prompt(policy.tokenizer, query, history(records, self.bank.get))[: -len("<think>")]

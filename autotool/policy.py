@@ -30,7 +30,7 @@ import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 import torch
@@ -309,16 +309,21 @@ class Policy:
         return e[0].cpu().numpy()
 
     def candidates(self, bank: ToolBank, anchor: np.ndarray, query: str, top_k: int = 64,
-                   namespace: str | None = None, later: bool = False) -> list[Candidate]:
+                   namespace: str | None = None, called: Collection[str] = ()) -> list[Candidate]:
         """The top-K tools by inner product with `anchor` (and, with a lexical prior, the BM25 top-K) and
-        their selection probabilities, best first; `later`: the step follows earlier calls."""
-        dense = bank.search(query, k=top_k, mode="dense", namespace=namespace, query_vector=anchor)
+        their selection probabilities, best first. `called`: tools earlier steps of the task called; they are
+        not candidates, and the step weighs the prior with l_later."""
+        called = set(called)
+        dense = [h for h in bank.search(query, k=top_k + len(called), mode="dense", namespace=namespace,
+                                        query_vector=anchor) if h.name not in called][:top_k]
         tools = {h.name: h.tool for h in dense}
         cosine = {h.name: h.score for h in dense}
         lexical: dict[str, float] = {}
         if self.head.uses_lexical:
-            hits = bank.search(query, k=top_k, mode="bm25", namespace=namespace)
-            lexical = {h.name: h.score / hits[0].score for h in hits}  # best first: hits[0] has the top score
+            hits = bank.search(query, k=top_k + len(called), mode="bm25", namespace=namespace)
+            best = hits[0].score if hits else 1.0  # over every tool, called ones too, as in training
+            hits = [h for h in hits if h.name not in called][:top_k]
+            lexical = {h.name: h.score / best for h in hits}
             tools.update((h.name, h.tool) for h in hits)
             extra = [h.name for h in hits if h.name not in cosine]  # outside the dense top-K: cosine from the store
             if extra:
@@ -329,7 +334,7 @@ class Policy:
         cosines = torch.tensor([cosine[n] for n in names])  # (n,)
         with torch.no_grad():
             logits = self.head.sharpen(cosines, torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None,
-                                       later)
+                                       bool(called))
             probs = torch.softmax(logits, dim=0)
         order = torch.argsort(probs, descending=True, stable=True).tolist()
         return [Candidate(tools[names[i]], float(probs[i]), float(cosines[i])) for i in order]

@@ -114,7 +114,7 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
         policy: Policy (default: the trained policy at `$AUTOTOOL_HOME/policy`, else the untrained anchor).
         k: How many candidates to return.
         mode: `reason` writes a rationale first; `fast` skips it (one forward pass, or none while untrained).
-        context: Earlier steps of the same task.
+        context: Earlier steps of the same task; their tools are not chosen again (as in training).
         arguments: Fill and validate the arguments (after one failed try, a retry with the errors shown).
         namespace: Only consider tools in this namespace.
         sample: Sample the tool from the selection distribution instead of taking the most probable.
@@ -138,9 +138,11 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
     text += f"{rationale}</think><tool_anchor>"
     hidden = policy.hidden_at_end(text) if policy.head.uses_hidden else None
     anchor = policy.anchor(bank, query, rationale, hidden)
-    candidates: list[Candidate] = policy.candidates(bank, anchor, query, max(top_k, k), namespace, bool(context))
+    called = [record.tool for record in context or ()]
+    candidates: list[Candidate] = policy.candidates(bank, anchor, query, max(top_k, k), namespace, called)
     if not candidates:
-        raise ValueError(f"no tools in namespace {namespace!r} of bank {bank.path}")
+        raise ValueError(f"no tools in namespace {namespace!r} of bank {bank.path}"
+                         + (" that earlier steps did not call" if called else ""))
     if sample:
         chosen = random.choices(candidates, weights=[c.probability for c in candidates])[0]
     else:

@@ -92,15 +92,18 @@ def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
     cosine = {h.name: h.score for h in bank.search(query, k=10, mode="dense")}
     bm25 = bank.search(query, k=10, mode="bm25")
     lexical = {h.name: h.score / bm25[0].score for h in bm25}
+    assert "get_weather" in cosine and "get_weather" in lexical
     for context, weight in [(None, 0.0), (earlier, 0.5)]:
-        logits = np.array([2 * g * (cosine[n] + weight * lexical.get(n, 0.0)) for n in cosine])
-        expected = dict(zip(cosine, np.exp(logits) / np.exp(logits).sum()))
+        called = {r.tool for r in context or ()}  # not chosen again: out of the softmax
+        names = [n for n in cosine if n not in called]
+        logits = np.array([2 * g * (cosine[n] + weight * lexical.get(n, 0.0)) for n in names])
+        expected = dict(zip(names, np.exp(logits) / np.exp(logits).sum()))
         selection = select_tool(query, bank, policy, k=10, mode="fast", context=context, arguments=False)
         assert {t.name: p for t, p in selection.candidates} == pytest.approx(expected, rel=1e-4)
         table = ToolTable.from_bank(bank)
-        step = StepInput(query, history(context or [], bank.get))
+        step = StepInput(query, history(context or [], bank.get), tuple(called))
         (r,), = rollout(policy, table, [step], sample=False, mode="fast", call_tokens=2)
-        assert {table.tools[t].name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
+        assert {table.tools[t].name: p for t, p in r.ranking if p > 0} == pytest.approx(expected, rel=1e-4)
     assert len({round(v, 6) for v in lexical.values()}) > 1  # the prior does reorder: the two weights differ
 
 
@@ -258,6 +261,10 @@ def test_agent_registers_functions_and_runs_the_loop(bank, policy):
     selection, observation = trajectory.steps[0]
     assert selection.tool.name == "get_stock_price" and observation == "ACME: 123.4"
     assert selection.rationale == "price of a stock"
+    # the policy wants a second step, but the agent's one tool was called: the run ends without an answer
+    scripted(policy, "price of a stock", '{"ticker": "ACME"}}', "<think>and again", "price once more")
+    trajectory = agent.run("What does ACME stock cost?")
+    assert calls == ["ACME", "ACME"] and len(trajectory.steps) == 1 and trajectory.answer == ""
 
 
 def test_default_policy_prefers_your_own_then_the_shipped_one(bank, policy, tmp_path, monkeypatch):
