@@ -2,9 +2,10 @@
 # Train the default policy shipped in autotool/default_policy/ (see training/configs/phase1-default.yaml):
 # SFT on MetaTool's train split, then on Seal-Tools'; copy the result into the package and fit the anchor
 # head's rationale weight b and sharpness g on both val splits (tools held out from training); then GRPO on
-# MetaTool's train split from it, ship that, and fit b, g and the lexical prior's weight l (the shipped
-# policy's GRPO steps ran without the prior, so the first fit keeps l at 0).
-# About 1 h 45 min on 2 CPU cores (`make train-default` prints the wall time).
+# MetaTool's train split from it, ship that, and fit b, g and the lexical prior's weights l and l_later (the
+# shipped policy's GRPO steps ran without the prior, so the first fit keeps them at 0).
+# About 2 h 10 min on 2 CPU cores (`make train-default` prints the wall time); each calibration writes the
+# policy's rationales for every val step, about 28 min.
 set -eu
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs}
