@@ -27,6 +27,9 @@ from eval.benchmarks import QUERY_SPLITS
 @click.option("--limit", type=int, default=None, help="Sample at most this many queries per split (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tool split and of sampling.")
 @click.option("--single-tool", is_flag=True, help="Only queries with one gold tool.")
+@click.option("--exclude-run", "exclude_runs", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
+              help="Leave out the queries that the evaluation written to DIR scored on the same split (its "
+                   "steps.csv), then sample: a sample disjoint from an earlier run's. Repeatable.")
 @click.option("--embedder", default="default", show_default=True, help="Embedder of the evaluation bank.")
 @click.option("--policy", "policies", multiple=True, metavar="[NAME=]PATH[:MODE]",
               help="Evaluate the policy folder PATH as method NAME (default name `policy`), in MODE (reason or "
@@ -39,7 +42,8 @@ from eval.benchmarks import QUERY_SPLITS
               help="Steps the LLM methods write at once.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Output folder (default runs/eval-BENCH-TIME).")
-def main(bench, methods, splits, limit, seed, single_tool, embedder, policies, policy_mode, device, batch_size, out):
+def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedder, policies, policy_mode, device,
+         batch_size, out):
     from eval import report
     from eval.benchmarks import BenchmarkError, load_benchmark, load_split
     from eval.harness import EvalError, check_methods, eval_bank, evaluate
@@ -62,14 +66,22 @@ def main(bench, methods, splits, limit, seed, single_tool, embedder, policies, p
         split_names = [s.strip() for s in splits.split(",") if s.strip()]
         for name in split_names:
             split.query_ids(name)  # unknown split names fail before any work
+        try:
+            excluded = {name: set().union(*(report.evaluated_queries(run, benchmark.name, name)
+                                            for run in exclude_runs)) for name in split_names}
+        except ValueError as e:
+            raise EvalError(f"--exclude-run: {e}") from None
         check_methods(names)  # before the bank is built
         bank = eval_bank(benchmark, embedder)
         results = {"bench": benchmark.name, "seed": seed, "limit": limit, "single_tool": single_tool,
+                   "excluded_runs": list(exclude_runs),
+                   "excluded_queries": {name: len(ids) for name, ids in excluded.items()},
                    "n_tools": len(benchmark.tools), "embedder": bank.embedder_id,
                    "command": "python -m eval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
                    "policy_mode": policy_mode,
                    "splits": [evaluate(benchmark, split, s, names, bank, limit, seed, single_tool,
-                                       {"policy_mode": policy_mode, "device": device, "batch_size": batch_size})
+                                       {"policy_mode": policy_mode, "device": device, "batch_size": batch_size},
+                                       exclude=excluded[s])
                               for s in split_names]}
     except (BenchmarkError, EvalError, BankError, EmbedderError) as e:
         raise click.ClickException(str(e)) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,11 +182,13 @@ def load_split(bench: Benchmark, seed: int = 0) -> Split:
 
 
 def select_queries(bench: Benchmark, split: Split, name: str, limit: int | None = None, seed: int = 0,
-                   single_tool: bool = False) -> list[Query]:
-    """The queries of split `name` (in file order), optionally single-tool only, sampled down to `limit`."""
+                   single_tool: bool = False, exclude: Collection[str] = ()) -> list[Query]:
+    """The queries of split `name` (in file order), optionally single-tool only, less the ids in `exclude`,
+    sampled down to `limit`."""
     ids = split.query_ids(name)
     wanted = None if ids is None else set(ids)
-    queries = [q for q in bench.queries if (wanted is None or q.id in wanted)
+    excluded = set(exclude)
+    queries = [q for q in bench.queries if (wanted is None or q.id in wanted) and q.id not in excluded
                and (not single_tool or len(q.gold_tools) == 1)]
     if limit is not None and len(queries) > limit:
         keep = set(random.Random(seed).sample(range(len(queries)), limit))

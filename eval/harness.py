@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -70,15 +71,15 @@ def _call_metrics(step, prediction, schemas: dict[str, dict]) -> dict[str, float
 
 def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str], bank: ToolBank,
              limit: int | None = None, seed: int = 0, single_tool: bool = False, options: dict | None = None,
-             progress: bool = True) -> dict:
-    """Evaluate `methods` on the steps of one query split.
+             progress: bool = True, exclude: Collection[str] = ()) -> dict:
+    """Evaluate `methods` on the steps of one query split, leaving out the queries whose ids are in `exclude`.
 
     Returns:
         {"split", "n_queries", "n", "methods": {name: {metric: mean, "p50_ms", "p95_ms"}}, "paired": [...],
         "per_step": {name: {metric: [...]}}, "step_ids": [...]}.
     """
     check_methods(methods)
-    queries = select_queries(bench, split, split_name, limit, seed, single_tool)
+    queries = select_queries(bench, split, split_name, limit, seed, single_tool, exclude)
     steps = [step for q in queries for step in steps_of(q)]
     ctx = EvalContext(bench, bank, options or {})
     schemas = {t.name: t.parameters for t in bench.tools}

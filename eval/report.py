@@ -31,6 +31,10 @@ def markdown(results: dict) -> str:
              f"Command: `{results['command']}`", "",
              f"Split seed {results['seed']}; the whole catalog ({results['n_tools']} tools) is in the bank; "
              f"multi-tool queries count one step per call.", ""]
+    if results.get("excluded_runs"):
+        lines += ["Queries scored by " + ", ".join(f"`{r}`" for r in results["excluded_runs"]) + " were left out "
+                  "before sampling (" + ", ".join(f"{n} on {s}" for s, n in results["excluded_queries"].items())
+                  + "): a disjoint sample.", ""]
     for split in results["splits"]:
         methods = split["methods"]
         extra = CALL_METRICS if FILLS_ARGUMENTS & set(methods) else ()
@@ -99,3 +103,15 @@ def write(results: dict, out: Path) -> None:
     (out / "results.json").write_text(json.dumps(slim, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     plot(results, out / "results.png")
+
+
+def evaluated_queries(folder: Path, bench: str, split: str) -> set[str]:
+    """The ids of the queries of benchmark `bench` whose steps the evaluation written to `folder` scored on
+    `split` (read from its steps.csv). Raises ValueError if `folder` is not such an output."""
+    path, meta = Path(folder) / "steps.csv", Path(folder) / "results.json"
+    if not path.is_file() or not meta.is_file():
+        raise ValueError(f"{folder}: not an evaluation output folder (expected steps.csv and results.json)")
+    if (ran := json.loads(meta.read_text()).get("bench")) != bench:
+        raise ValueError(f"{meta}: field 'bench' is {ran!r}, expected {bench!r} (the benchmark being evaluated)")
+    with open(path, newline="") as f:
+        return {row["step"].rpartition("#")[0] for row in csv.DictReader(f) if row["split"] == split}

@@ -63,6 +63,8 @@ def test_select_queries(bench_dir):
     assert len(select_queries(bench, split, "all", single_tool=True)) == 60
     sample = select_queries(bench, split, "all", limit=10, seed=4)
     assert len(sample) == 10 and sample == select_queries(bench, split, "all", limit=10, seed=4)
+    rest = select_queries(bench, split, "all", limit=100, seed=4, exclude={q.id for q in sample})
+    assert len(rest) == 51 and not {q.id for q in rest} & {q.id for q in sample}
     with pytest.raises(BenchmarkError, match="unknown split 'test'"):
         select_queries(bench, split, "test")
 
@@ -123,6 +125,34 @@ def test_cli_errors(run_eval, bench_dir, tmp_path):
     assert result.exit_code == 1 and "no benchmark" in result.output
     result = run_eval("--bench", bench_dir, "--split", "seen")
     assert result.exit_code == 1 and "unknown split 'seen'" in result.output
+
+
+def test_cli_samples_disjoint_from_earlier_runs(run_eval, bench_dir, tmp_path):
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 20, "--out", first)
+    assert result.exit_code == 0, result.output
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 20,
+                      "--exclude-run", first, "--out", second)
+    assert result.exit_code == 0, result.output
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 30,
+                      "--exclude-run", first, "--exclude-run", second, "--out", third)
+    assert result.exit_code == 0, result.output
+
+    def queries(out):
+        return {line.split(",")[2].rpartition("#")[0] for line in (out / "steps.csv").read_text().splitlines()[1:]}
+
+    a, b, c = queries(first), queries(second), queries(third)
+    assert len(a) == len(b) == 20 and len(c) == 61 - 40  # fewer left than the limit: all the rest
+    assert not a & b and not c & (a | b)
+    assert json.loads((third / "results.json").read_text())["excluded_queries"] == {"all": 40}
+    assert "(40 on all): a disjoint sample" in (third / "results.md").read_text()
+
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--exclude-run", tmp_path / "nothing")
+    assert result.exit_code == 1 and "--exclude-run" in result.output and "not an evaluation output" in result.output
+    meta = json.loads((first / "results.json").read_text())
+    (first / "results.json").write_text(json.dumps({**meta, "bench": "metatool"}))
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--exclude-run", first)
+    assert result.exit_code == 1 and "field 'bench' is 'metatool', expected 'tiny'" in result.output
 
 
 def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
