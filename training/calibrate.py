@@ -118,21 +118,25 @@ def nll(val: ValSteps, a: float, b: float, g: float, lexical: float = 0.0, lexic
 
 
 Fit = tuple[float, float, float]  # (b, l, l_later)
+GridHits = dict[tuple[float, float], list[torch.Tensor]]  # (b, l): per benchmark, (n,) hits with l at every step
 
 
-def fit(vals: list[ValSteps], a: float, lexical_grid: list[float] = L_GRID
-        ) -> tuple[float, float, float, float, dict[Fit, list[float]]]:
-    """(b, l, l_later, g, {(b, l, l_later): [val hit@1 per benchmark]}): b, l and l_later by mean hit@1 (ties
-    to the smaller l_later, then l, then b; l_later = l where no step follows earlier calls), then g by mean
-    NLL."""
+def grid_hits(vals: list[ValSteps], a: float, lexical_grid: list[float] = L_GRID) -> GridHits:
+    """Every step's hit for each b of B_GRID and each l of `lexical_grid`, one lexical weight at every step."""
+    return {(b, l): [hits(v, a, b, l, l) for v in vals] for b in B_GRID for l in lexical_grid}
+
+
+def fit(vals: list[ValSteps], a: float, cells: GridHits) -> tuple[float, float, float, float, dict[Fit, list[float]]]:
+    """(b, l, l_later, g, {(b, l, l_later): [val hit@1 per benchmark]}) from `grid_hits`: b, l and l_later by mean
+    hit@1 (ties to the smaller l_later, then l, then b; l_later = l where no step follows earlier calls), then g
+    by mean NLL."""
     has_later = any(bool(v.later.any()) for v in vals)
+    lexical_grid = sorted({l for _, l in cells})
     table = {}
-    for b in B_GRID:
-        every_step = {l: [hits(v, a, b, l, l) for v in vals] for l in lexical_grid}  # one weight at every step
-        for l in lexical_grid:
-            for l2 in lexical_grid if has_later else [l]:  # rows are scored alone: first rows from l, later from l2
-                table[b, l, l2] = [float(torch.where(v.later, every_step[l2][i], every_step[l][i]).mean())
-                                   for i, v in enumerate(vals)]
+    for b, l in cells:
+        for l2 in lexical_grid if has_later else [l]:  # rows are scored alone: first rows from l, later from l2
+            table[b, l, l2] = [float(torch.where(v.later, cells[b, l2][i], cells[b, l][i]).mean())
+                               for i, v in enumerate(vals)]
     best = max(table, key=lambda k: (round(float(np.mean(table[k])), 6), -k[2], -k[1], -k[0]))
     b, l, l2 = best
     g = min(G_GRID, key=lambda g: float(np.mean([nll(v, a, b, g, l, l2) for v in vals])))
@@ -185,10 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     vals = [write_rationales(policy, name, args.limit, seed=args.seed) for name in benches]
     a = policy.head.a.item()
     grid = L_GRID if args.lexical else [0.0]
-    b, lexical, lexical_later, g, table = fit(vals, a, grid)
+    cells = grid_hits(vals, a, grid)
+    b, lexical, lexical_later, g, table = fit(vals, a, cells)
     head = policy.head
     before = (head.b.item(), head.lexical.item(), head.lexical_later.item(), head.log_g.exp().item())
-    report = "\n".join(_report(args, vals, a, grid, table, (b, lexical, lexical_later), g, before)) + "\n"
+    report = "\n".join(_report(args, vals, a, cells, table, (b, lexical, lexical_later), g, before)) + "\n"
     print(report)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
@@ -212,10 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _report(args, vals: list[ValSteps], a: float, grid: list[float], table: dict[Fit, list[float]], chosen: Fit,
+def _report(args, vals: list[ValSteps], a: float, cells: GridHits, table: dict[Fit, list[float]], chosen: Fit,
             g: float, before: tuple[float, float, float, float]) -> list[str]:
     """results.md: the first-step grid of b and l, the later-step grid of l_later, and the anchors compared."""
     b, lexical, lexical_later = chosen
+    grid = sorted({l for _, l in cells})
 
     def mean(key: Fit) -> float:
         return float(np.mean(table[key]))
@@ -235,19 +241,19 @@ def _report(args, vals: list[ValSteps], a: float, grid: list[float], table: dict
              "First steps, mean over the benchmarks:", "",
              "| b \\ l | " + " | ".join(f"{v:g}" for v in grid) + " |", "|---:|" + "---:|" * len(grid)]
     for value in B_GRID:
-        cells = []
+        row = []
         for l in grid:
-            cell = f"{np.mean([float(hits(v, a, value, l)[v.first].mean()) for v in vals]):.3f}"
-            cells.append(f"**{cell}**" if (value, l) == (b, lexical) else cell)
-        lines.append(f"| {value:g} | " + " | ".join(cells) + " |")
+            cell = f"{np.mean([float(h[v.first].mean()) for h, v in zip(cells[value, l], vals)]):.3f}"
+            row.append(f"**{cell}**" if (value, l) == (b, lexical) else cell)
+        lines.append(f"| {value:g} | " + " | ".join(row) + " |")
     with_later = [v for v in vals if v.later.any()]
     if with_later and args.lexical:
         lines += ["", f"Steps after earlier calls, b = {b:g}:", "",
                   "| l_later | " + " | ".join(v.bench for v in with_later) + " |", "|---:|" + "---:|" * len(with_later)]
         for l2 in grid:
-            cells = [f"{float(hits(v, a, b, 0.0, l2)[v.later].mean()):.3f}" for v in with_later]
+            row = [f"{float(h[v.later].mean()):.3f}" for h, v in zip(cells[b, l2], vals) if v.later.any()]
             lines.append(f"| {'**' + format(l2, 'g') + '**' if l2 == lexical_later else format(l2, 'g')} | "
-                         + " | ".join(cells) + " |")
+                         + " | ".join(row) + " |")
     plain_b = best([k for k in table if k[1:] == (0.0, 0.0)])[0]
     one_l = best([k for k in table if k[1] == k[2]])
     rows = [("E(query) (dense retrieval)", (0.0, 0.0, 0.0)),

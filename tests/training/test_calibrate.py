@@ -10,7 +10,7 @@ from autotool.rollout import ToolTable
 from eval.benchmarks import load_benchmark
 from eval.harness import eval_bank
 from training import calibrate
-from training.calibrate import ValSteps, fit
+from training.calibrate import ValSteps, grid_hits
 
 TOOLS = torch.eye(4)  # four orthogonal tool vectors
 
@@ -26,6 +26,10 @@ def val_steps(rationale: torch.Tensor, lexical: torch.Tensor | None = None,
     return ValSteps("synthetic", table, [], [], query, rationale, torch.zeros(4, 4),
                     torch.zeros(4, 4) if lexical is None else lexical, gold, torch.tensor(later),
                     torch.zeros(4, 4, dtype=torch.bool))
+
+
+def fit(vals: list[ValSteps], a: float, lexical_grid: list[float] = calibrate.L_GRID):
+    return calibrate.fit(vals, a, grid_hits(vals, a, lexical_grid))
 
 
 def test_fit_weights_an_informative_rationale_and_ignores_a_useless_one():

@@ -23,6 +23,8 @@ from autotool.rollout import ToolTable, embed
 from eval.benchmarks import load_benchmark
 from eval.harness import eval_bank
 from eval.metrics import paired_bootstrap
+from training import calibrate
+from training.calibrate import ValSteps
 
 
 def read(folder: Path, bench: str) -> list[dict]:
@@ -35,12 +37,14 @@ def read(folder: Path, bench: str) -> list[dict]:
 
 
 def hits(table: ToolTable, rows: list[dict], b: float, lexical: float = 0.0) -> np.ndarray:
-    """1.0 where the tool scored best (cosine with the anchor, plus the lexical prior) is the gold one."""
+    """1.0 where the tool scored best (cosine with the anchor, plus the lexical prior) is the gold one: the
+    rows as first val steps of `training.calibrate`, with a = 1 and W = 0."""
     queries = [r["query"] for r in rows]
-    anchor = embed(table, queries) + b * embed(table, [r["rationale"] for r in rows])
-    scores = torch.nn.functional.normalize(anchor, dim=-1) @ table.vectors.T
-    best = (scores + lexical * table.lexical(queries) if lexical else scores).argmax(1)
-    return np.array([float(table.tools[int(i)].name == r["gold"]) for i, r in zip(best, rows)])
+    n, dim = len(rows), table.vectors.shape[1]
+    val = ValSteps("", table, [], [], embed(table, queries), embed(table, [r["rationale"] for r in rows]),
+                   torch.zeros(n, dim), table.lexical(queries), torch.tensor([table.index[r["gold"]] for r in rows]),
+                   torch.zeros(n, dtype=torch.bool), torch.zeros(n, len(table), dtype=torch.bool))
+    return calibrate.hits(val, 1.0, b, lexical).numpy()
 
 
 def main(argv: list[str] | None = None) -> int:
