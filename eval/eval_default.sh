@@ -11,11 +11,19 @@ $PY -m eval --bench metatool --methods bm25,dense,hybrid,namegen,policy,policy-f
 # 300 unseen queries (the sample of the GPU ablation, whose namegen row covers them): a tighter interval.
 $PY -m eval --bench metatool --methods bm25,dense,hybrid,policy,policy-fast \
     --split unseen-test --limit ${METATOOL_UNSEEN_LIMIT:-300} --out eval/results/metatool-default-unseen
-# Seal-Tools: about 8 s a step for the policy here (long prompts), so a small sample and no fast mode.
-$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,namegen,policy \
-    --split seen-test,unseen-test --limit ${SEAL_LIMIT:-20} --out eval/results/seal_tools-default
+# Seal-Tools' seen-test split whole (30 queries, 39 steps; about 10 s a step for the policy here).
+$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,namegen,policy,policy-fast \
+    --split seen-test --out eval/results/seal_tools-default-seen
 # 100 unseen Seal-Tools queries (276 steps; the sample of the GPU ablation, whose namegen row covers them,
 # eval/results/namegen-seal_tools-unseen-test), with fast mode (E(query) + the lexical prior: the val-fitted
 # weighted hybrid the rationale has to beat): about 70 min here.
 $PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy,policy-fast \
     --split unseen-test --limit ${SEAL_UNSEEN_LIMIT:-100} --out eval/results/seal_tools-default-unseen
+# Confirmation on unseen-test queries outside the samples above (and outside every earlier run that
+# evaluated a policy on them), after the head's l_later was designed from the Seal-Tools sample's breakdown.
+$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy --split unseen-test \
+    --limit ${SEAL_UNSEEN_LIMIT:-100} --exclude-run eval/results/seal_tools-default-unseen \
+    --exclude-run eval/results/seal_tools-default --out eval/results/seal_tools-default-unseen-disjoint
+$PY -m eval --bench metatool --methods bm25,dense,hybrid,policy,policy-fast --split unseen-test \
+    --limit ${METATOOL_UNSEEN_LIMIT:-300} --exclude-run eval/results/metatool-default-unseen \
+    --out eval/results/metatool-default-unseen-disjoint
