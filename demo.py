@@ -86,8 +86,9 @@ def main() -> None:
     print_results()
 
 
-# The committed evaluations of the shipped policy: `make eval-default` (eval/eval_default.sh, CPU).
-RESULT_FOLDERS = {"metatool": "metatool-default-unseen", "seal_tools": "seal_tools-default-unseen"}
+# The committed evaluations of the shipped policy (`make eval-default`, eval/eval_default.sh, CPU) on the
+# unseen-test samples that no design choice had seen.
+RESULT_FOLDERS = {"metatool": "metatool-default-unseen-disjoint", "seal_tools": "seal_tools-default-unseen-disjoint"}
 
 
 def print_results() -> None:
