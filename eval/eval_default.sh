@@ -21,7 +21,7 @@ $PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy,policy-fast \
     --split unseen-test --limit ${SEAL_UNSEEN_LIMIT:-100} --out eval/results/seal_tools-default-unseen
 # Confirmation on unseen-test queries outside the samples above (and outside every earlier run that
 # evaluated a policy on them), after the head's l_later was designed from the Seal-Tools sample's breakdown.
-$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy --split unseen-test \
+$PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy,policy-fast --split unseen-test \
     --limit ${SEAL_UNSEEN_LIMIT:-100} --exclude-run eval/results/seal_tools-default-unseen \
     --exclude-run eval/results/seal_tools-default --out eval/results/seal_tools-default-unseen-disjoint
 $PY -m eval --bench metatool --methods bm25,dense,hybrid,policy,policy-fast --split unseen-test \
