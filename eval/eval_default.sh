@@ -2,7 +2,7 @@
 # The shipped default policy (method `policy`, reason mode; `policy-fast`, no rationale) against the
 # retrieval baselines and name generation, on seen-test and unseen-test of both vendored benchmarks, the
 # whole catalog in the bank, paired bootstrap intervals. Seeded samples of queries per split, sized so the
-# whole script takes about 3 h on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
+# whole script takes about 3 h 30 min on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
 set -eu
 PY=${PY:-.venv/bin/python}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
