@@ -42,7 +42,8 @@ def hits(table: ToolTable, rows: list[dict], b: float, lexical: float = 0.0) -> 
     queries = [r["query"] for r in rows]
     n, dim = len(rows), table.vectors.shape[1]
     val = ValSteps("", table, [], [], embed(table, queries), embed(table, [r["rationale"] for r in rows]),
-                   torch.zeros(n, dim), table.lexical(queries), torch.tensor([table.index[r["gold"]] for r in rows]),
+                   torch.zeros(n, dim), table.lexical(queries) if lexical else torch.zeros(n, len(table)),
+                   torch.tensor([table.index[r["gold"]] for r in rows]),
                    torch.zeros(n, dtype=torch.bool), torch.zeros(n, len(table), dtype=torch.bool))
     return calibrate.hits(val, 1.0, b, lexical).numpy()
 
