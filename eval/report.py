@@ -98,20 +98,34 @@ def write(results: dict, out: Path) -> None:
             for name, per_step in split["per_step"].items():
                 for metric, values in per_step.items():
                     writer.writerows([split["split"], name, sid, metric, v] for sid, v in zip(split["step_ids"], values))
-    slim = {**results, "splits": [{k: v for k, v in s.items() if k not in ("per_step", "step_ids", "query_ids")}
-                                  for s in results["splits"]]}
+    # The ids of the queries scored, not the per-step arrays: enough for `--exclude-run` where steps.csv
+    # (large, not committed) is absent.
+    slim = {**results, "splits": [{**{k: v for k, v in s.items() if k not in ("per_step", "step_ids", "query_ids")},
+                                   "queries": sorted(set(s["query_ids"]))} for s in results["splits"]]}
     (out / "results.json").write_text(json.dumps(slim, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     plot(results, out / "results.png")
 
 
 def evaluated_queries(folder: Path, bench: str, split: str) -> set[str]:
-    """The ids of the queries of benchmark `bench` whose steps the evaluation written to `folder` scored on
-    `split` (read from its steps.csv). Raises ValueError if `folder` is not such an output."""
+    """The ids of the queries of benchmark `bench` that the evaluation written to `folder` scored on `split`.
+
+    Read from its results.json (field `queries` of the split), or from its steps.csv for outputs written
+    before results.json listed them. Raises ValueError if `folder` is not such an output.
+    """
     path, meta = Path(folder) / "steps.csv", Path(folder) / "results.json"
-    if not path.is_file() or not meta.is_file():
-        raise ValueError(f"{folder}: not an evaluation output folder (expected steps.csv and results.json)")
-    if (ran := json.loads(meta.read_text()).get("bench")) != bench:
+    if not meta.is_file():
+        raise ValueError(f"{folder}: not an evaluation output folder (expected results.json)")
+    results = json.loads(meta.read_text())
+    if (ran := results.get("bench")) != bench:
         raise ValueError(f"{meta}: field 'bench' is {ran!r}, expected {bench!r} (the benchmark being evaluated)")
+    scored = [s for s in results.get("splits", []) if s.get("split") == split]
+    if not scored:
+        return set()
+    if "queries" in scored[0]:
+        return set(scored[0]["queries"])
+    if not path.is_file():
+        raise ValueError(f"{meta}: split {split!r} has no field 'queries' (written before it existed) and there is "
+                         f"no steps.csv beside it to read them from")
     with open(path, newline="") as f:
         return {row["step"].rpartition("#")[0] for row in csv.DictReader(f) if row["split"] == split}

@@ -134,14 +134,17 @@ def test_cli_samples_disjoint_from_earlier_runs(run_eval, bench_dir, tmp_path):
     result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 20,
                       "--exclude-run", first, "--out", second)
     assert result.exit_code == 0, result.output
-    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 30,
-                      "--exclude-run", first, "--exclude-run", second, "--out", third)
-    assert result.exit_code == 0, result.output
 
     def queries(out):
         return {line.split(",")[2].rpartition("#")[0] for line in (out / "steps.csv").read_text().splitlines()[1:]}
 
-    a, b, c = queries(first), queries(second), queries(third)
+    a, b = queries(first), queries(second)
+    for out in (first, second):  # as in a fresh clone: steps.csv is not committed, results.json lists the queries
+        (out / "steps.csv").unlink()
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 30,
+                      "--exclude-run", first, "--exclude-run", second, "--out", third)
+    assert result.exit_code == 0, result.output
+    c = queries(third)
     assert len(a) == len(b) == 20 and len(c) == 61 - 40  # fewer left than the limit: all the rest
     assert not a & b and not c & (a | b)
     assert json.loads((third / "results.json").read_text())["excluded_queries"] == {"all": 40}
@@ -149,10 +152,16 @@ def test_cli_samples_disjoint_from_earlier_runs(run_eval, bench_dir, tmp_path):
 
     result = run_eval("--bench", bench_dir, "--methods", "bm25", "--exclude-run", tmp_path / "nothing")
     assert result.exit_code == 1 and "--exclude-run" in result.output and "not an evaluation output" in result.output
+    assert sorted(json.loads((third / "results.json").read_text())["splits"][0]["queries"]) == sorted(c)
     meta = json.loads((first / "results.json").read_text())
     (first / "results.json").write_text(json.dumps({**meta, "bench": "metatool"}))
     result = run_eval("--bench", bench_dir, "--methods", "bm25", "--exclude-run", first)
     assert result.exit_code == 1 and "field 'bench' is 'metatool', expected 'tiny'" in result.output
+    # An output from before results.json listed its queries, without its steps.csv: nothing to read them from.
+    old = {**meta, "splits": [{k: v for k, v in s.items() if k != "queries"} for s in meta["splits"]]}
+    (first / "results.json").write_text(json.dumps(old))
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--exclude-run", first)
+    assert result.exit_code == 1 and "split 'all' has no field 'queries'" in result.output
 
 
 def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
