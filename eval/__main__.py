@@ -28,8 +28,8 @@ from eval.benchmarks import QUERY_SPLITS
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tool split and of sampling.")
 @click.option("--single-tool", is_flag=True, help="Only queries with one gold tool.")
 @click.option("--exclude-run", "exclude_runs", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Leave out the queries that the evaluation written to DIR scored on the same split (its "
-                   "steps.csv), then sample: a sample disjoint from an earlier run's. Repeatable.")
+              help="Leave out the queries that the evaluation written to DIR scored on the same split (listed "
+                   "in its results.json), then sample: a sample disjoint from an earlier run's. Repeatable.")
 @click.option("--embedder", default="default", show_default=True, help="Embedder of the evaluation bank.")
 @click.option("--policy", "policies", multiple=True, metavar="[NAME=]PATH[:MODE]",
               help="Evaluate the policy folder PATH as method NAME (default name `policy`), in MODE (reason or "
