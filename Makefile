@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast test-slow bench train-metatool train-default eval-default lint clean
+.PHONY: setup run test test-fast test-slow bench train-metatool train-default eval-default clean
 
 setup: $(VENV)/.installed
 
