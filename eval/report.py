@@ -116,7 +116,10 @@ def evaluated_queries(folder: Path, bench: str, split: str) -> set[str]:
     path, meta = Path(folder) / "steps.csv", Path(folder) / "results.json"
     if not meta.is_file():
         raise ValueError(f"{folder}: not an evaluation output folder (expected results.json)")
-    results = json.loads(meta.read_text())
+    try:
+        results = json.loads(meta.read_text())
+    except ValueError as e:
+        raise ValueError(f"{meta}: not valid JSON ({e})") from None
     if (ran := results.get("bench")) != bench:
         raise ValueError(f"{meta}: field 'bench' is {ran!r}, expected {bench!r} (the benchmark being evaluated)")
     scored = [s for s in results.get("splits", []) if s.get("split") == split]

@@ -162,6 +162,9 @@ def test_cli_samples_disjoint_from_earlier_runs(run_eval, bench_dir, tmp_path):
     (first / "results.json").write_text(json.dumps(old))
     result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--exclude-run", first)
     assert result.exit_code == 1 and "split 'all' has no field 'queries'" in result.output
+    (first / "results.json").write_text("{")
+    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--exclude-run", first)
+    assert result.exit_code == 1 and f"{first / 'results.json'}: not valid JSON" in result.output
 
 
 def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
