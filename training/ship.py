@@ -5,6 +5,10 @@
 
 The manifest gains `shipped`: the data, the command, the commit, the date, and the chain of runs that led to
 the policy (each run's stage, benchmark, split seed and config, following `config.init` back to the start).
+
+With `--unless-worse-on-val` the policy replaces the one at DEST only if its calibrated val hit@1 (the mean
+over the benchmarks `python -m training.calibrate --write` fitted it on) is at least DEST's, on the same val
+steps; otherwise DEST stays as it is and the command says so (exit 0).
 """
 
 from __future__ import annotations
@@ -37,6 +41,29 @@ def lineage(policy: Path) -> list[dict]:
     return chain[::-1]
 
 
+def val_objective(manifest: dict, where: Path) -> tuple[float, dict]:
+    """The mean calibrated val hit@1 in a policy manifest, and the val steps it was measured on."""
+    fit = manifest.get("calibrated") or {}
+    if not isinstance(fit.get("val_hit@1"), dict) or not fit["val_hit@1"]:
+        raise ValueError(f"{where / 'manifest.json'}: no 'calibrated.val_hit@1' (run python -m training.calibrate "
+                         f"{where} --write first)")
+    scores = fit["val_hit@1"]
+    return sum(scores.values()) / len(scores), {"benchmarks": sorted(scores), "split_seed": fit.get("split_seed"),
+                                                 "val_steps": fit.get("val_steps")}
+
+
+def worse_on_val(candidate: Path, manifest: dict, dest: Path) -> str | None:
+    """Why `candidate` should not replace the policy at `dest` (None: it should): its val objective is lower."""
+    if not (dest / "manifest.json").is_file():
+        return None
+    new, new_steps = val_objective(manifest, candidate)
+    old, old_steps = val_objective(json.loads((dest / "manifest.json").read_text()), dest)
+    if new_steps != old_steps:
+        raise ValueError(f"{candidate} and {dest} were calibrated on different val steps ({new_steps} vs "
+                         f"{old_steps}); calibrate both with the same --bench, --limit and --seed")
+    return None if new >= old else f"val hit@1 {new:.4f} (mean over {new_steps['benchmarks']}) < {old:.4f}"
+
+
 def commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
@@ -53,11 +80,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dest", type=Path, help="where to put it (autotool/default_policy)")
     parser.add_argument("--command", required=True, help="the command that trained it")
     parser.add_argument("--data", required=True, help="what it was trained on, in words")
+    parser.add_argument("--unless-worse-on-val", action="store_true",
+                        help="keep DEST if its calibrated val hit@1 is higher than POLICY's (both calibrated with "
+                             "python -m training.calibrate --write on the same val steps)")
     args = parser.parse_args(argv)
     if not (args.policy / "manifest.json").is_file():
         print(f"error: {args.policy} is not a policy folder (no manifest.json)", file=sys.stderr)
         return 2
     manifest = json.loads((args.policy / "manifest.json").read_text())
+    if args.unless_worse_on_val:
+        try:
+            reason = worse_on_val(args.policy, manifest, args.dest)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if reason:
+            print(f"kept {args.dest}: {args.policy} is worse on val ({reason})")
+            return 0
     manifest["shipped"] = {"data": args.data, "command": args.command, "commit": commit(),
                            "date": datetime.date.today().isoformat(), "lineage": lineage(args.policy)}
     manifest.pop("config", None)  # the last run's config is in the lineage

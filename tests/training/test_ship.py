@@ -44,3 +44,32 @@ def test_a_policy_trained_on_from_the_shipped_one_keeps_the_whole_lineage(bank, 
     assert [run["trained"] for run in lineage] == ["phase 1 on a: sft", "phase 1 on a: sft", "phase 1 on a: grpo"]
     assert lineage[1]["policy"] == str(dest) and lineage[1]["calibrated"] == {"b": 0.5}
     assert lineage[1]["shipped"]["data"] == "a" and "lineage" not in lineage[1]["shipped"]
+
+
+def _calibrated(bank, folder, hits, steps=None):
+    policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    policy.info.update({"trained": "phase 1 on a: sft", "benchmark": "a", "config": {"init": ""},
+                        "calibrated": {"val_hit@1": hits, "split_seed": 0,
+                                       "val_steps": steps or {name: 10 for name in hits}}})
+    policy.save(folder)
+    return folder
+
+
+def test_unless_worse_on_val_keeps_the_shipped_policy_when_the_candidate_scores_lower(bank, tmp_path):
+    dest = tmp_path / "default_policy"
+    ship = lambda folder: main([str(folder), str(dest), "--command", "c", "--data", "d",  # noqa: E731
+                                "--unless-worse-on-val"])
+    assert ship(_calibrated(bank, tmp_path / "first", {"a": 0.5, "b": 0.7})) == 0  # nothing shipped yet
+    assert json.loads((dest / "manifest.json").read_text())["calibrated"]["val_hit@1"] == {"a": 0.5, "b": 0.7}
+
+    assert ship(_calibrated(bank, tmp_path / "worse", {"a": 0.6, "b": 0.5})) == 0  # mean 0.55 < 0.6
+    assert json.loads((dest / "manifest.json").read_text())["calibrated"]["val_hit@1"] == {"a": 0.5, "b": 0.7}
+
+    assert ship(_calibrated(bank, tmp_path / "tie", {"a": 0.7, "b": 0.5})) == 0  # mean 0.6 = 0.6: shipped
+    assert json.loads((dest / "manifest.json").read_text())["calibrated"]["val_hit@1"] == {"a": 0.7, "b": 0.5}
+
+    assert ship(_calibrated(bank, tmp_path / "other", {"a": 0.9, "b": 0.9}, {"a": 5, "b": 10})) == 2  # other val steps
+    not_calibrated = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    not_calibrated.save(tmp_path / "raw")
+    assert ship(tmp_path / "raw") == 2
+    assert json.loads((dest / "manifest.json").read_text())["calibrated"]["val_hit@1"] == {"a": 0.7, "b": 0.5}
