@@ -86,9 +86,10 @@ def main() -> None:
     print_results()
 
 
-# The committed evaluations of the shipped policy (`make eval-default`, eval/eval_default.sh, CPU) on the
-# unseen-test samples that no design choice had seen.
-RESULT_FOLDERS = {"metatool": "metatool-default-unseen-disjoint", "seal_tools": "seal_tools-default-unseen-disjoint"}
+# The committed evaluations of the shipped policy (eval/eval_default.sh, CPU) on unseen-test samples that no
+# earlier run had evaluated a policy on; in these runs the shipped policy is method `shipped`.
+RESULT_FOLDERS = {"metatool": "metatool-phase2-unseen", "seal_tools": "seal_tools-phase2-unseen"}
+SHOWN = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid", "shipped": "policy"}
 
 
 def print_results() -> None:
@@ -102,7 +103,7 @@ def print_results() -> None:
             continue
         results = json.loads(path.read_text())
         split = next(s for s in results["splits"] if s["split"] == "unseen-test")
-        cells = [f"{m} {split['methods'][m]['hit@1']:.3f}" for m in split["methods"]]
+        cells = [f"{label} {split['methods'][m]['hit@1']:.3f}" for m, label in SHOWN.items() if m in split["methods"]]
         print(f"  {bench} ({split['n_queries']} queries, {folder}): " + ", ".join(cells))
 
 

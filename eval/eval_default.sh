@@ -2,9 +2,13 @@
 # The shipped default policy (method `policy`, reason mode; `policy-fast`, no rationale) against the
 # retrieval baselines and name generation, on seen-test and unseen-test of both vendored benchmarks, the
 # whole catalog in the bank, paired bootstrap intervals. Seeded samples of queries per split, sized so the
-# whole script takes about 3 h 30 min on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
+# whole script takes about 4 h 10 min on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
+# The commands before the last two ran with the Phase I policy (SFT + GRPO), shipped until Phase II was added
+# to `make train-default`; the last two runs compare it with the shipped one (PHASE1: its folder, taken from
+# commit 0c89222 when missing).
 set -eu
 PY=${PY:-.venv/bin/python}
+PHASE1=${PHASE1:-runs/stages/grpo}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 $PY -m eval --bench metatool --methods bm25,dense,hybrid,namegen,policy,policy-fast \
     --split seen-test --limit ${METATOOL_SEEN_LIMIT:-100} --out eval/results/metatool-default-seen
@@ -27,3 +31,22 @@ $PY -m eval --bench seal_tools --methods bm25,dense,hybrid,policy,policy-fast --
 $PY -m eval --bench metatool --methods bm25,dense,hybrid,policy,policy-fast --split unseen-test \
     --limit ${METATOOL_UNSEEN_LIMIT:-300} --exclude-run eval/results/metatool-default-unseen \
     --out eval/results/metatool-default-unseen-disjoint
+# After Phase II: the shipped policy beside the Phase I one, on unseen-test queries outside every earlier run
+# that evaluated a policy on that split (MetaTool 9 min, Seal-Tools about 25 min).
+E=eval/results
+if [ ! -d "$PHASE1" ]; then
+    mkdir -p "$PHASE1" && git archive 0c89222 autotool/default_policy | tar -x --strip-components=2 -C "$PHASE1"
+fi
+$PY -m eval --bench metatool --methods bm25,dense,hybrid --policy shipped=autotool/default_policy \
+    --policy phase1=$PHASE1 --split unseen-test --limit ${METATOOL_UNSEEN_LIMIT:-300} \
+    --exclude-run $E/metatool-default-unseen --exclude-run $E/metatool-default-unseen-disjoint \
+    --exclude-run $E/gpu-ablation-metatool-unseen-test --exclude-run $E/gpu-ablation-metatool-residual \
+    --exclude-run training/results/ablation-metatool --exclude-run training/results/phase1-stages \
+    --exclude-run training/results/phase1-stages-disjoint --out $E/metatool-phase2-unseen
+$PY -m eval --bench seal_tools --methods bm25,dense,hybrid --policy shipped=autotool/default_policy \
+    --policy phase1=$PHASE1 --split unseen-test --limit 40 \
+    --exclude-run $E/seal_tools-default-unseen --exclude-run $E/seal_tools-default-unseen-disjoint \
+    --exclude-run $E/seal_tools-default-unseen-fast --exclude-run $E/seal_tools-default-unseen-disjoint-fast \
+    --exclude-run $E/gpu-ablation-seal_tools-unseen-test --exclude-run $E/namegen-seal_tools-unseen-test \
+    --exclude-run $E/seal_tools-default --exclude-run training/results/phase1-stages-seal_tools \
+    --exclude-run training/results/phase1-stages-seal_tools-unseen --out $E/seal_tools-phase2-unseen
