@@ -38,7 +38,7 @@ bench: setup  ## speed and recall of the tool bank (takes a while; run alone)
 train-metatool: setup  ## Phase I, Phase II and the equal-compute ablation on MetaTool, evaluated (about 2 h on 2 cores)
 	sh training/train_metatool.sh
 
-train-default: setup  ## train the shipped default policy (autotool/default_policy/; about 2 h 10 min on 2 cores)
+train-default: setup  ## train the shipped default policy (autotool/default_policy/; about 3 h on 2 cores)
 	@start=$$(date +%s); sh training/train_default.sh; echo "train-default: $$(( $$(date +%s) - start )) s wall time"
 
 eval-default: setup  ## the shipped policy against bm25, dense, hybrid and namegen on both benchmarks (eval/results/)

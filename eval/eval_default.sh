@@ -2,7 +2,7 @@
 # The shipped default policy (method `policy`, reason mode; `policy-fast`, no rationale) against the
 # retrieval baselines and name generation, on seen-test and unseen-test of both vendored benchmarks, the
 # whole catalog in the bank, paired bootstrap intervals. Seeded samples of queries per split, sized so the
-# whole script takes about 4 h 10 min on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
+# whole script takes about 4 h on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
 # The commands before the last two ran with the Phase I policy (SFT + GRPO), shipped until Phase II was added
 # to `make train-default`; the last two runs compare it with the shipped one (PHASE1: its folder, taken from
 # commit 0c89222 when missing).

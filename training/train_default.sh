@@ -6,7 +6,7 @@
 # shipped policy's GRPO steps ran without the prior, so the first fit keeps them at 0); then Phase II
 # (Plackett-Luce) on MetaTool's train split, then on Seal-Tools', from the shipped policy, calibrated the same
 # way, and shipped only if its val hit@1 is at least the shipped one's (`--unless-worse-on-val`).
-# About 3 h 15 min on 2 CPU cores (`make train-default` prints the wall time); each calibration writes the
+# About 3 h on 2 CPU cores (`make train-default` prints the wall time); each calibration writes the
 # policy's rationales for every val step, about 28 min.
 set -eu
 PY=${PY:-.venv/bin/python}
