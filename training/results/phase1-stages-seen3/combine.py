@@ -1,0 +1,54 @@
+"""Stage differences on MetaTool, each sample and combined by inverse variance (README.md here).
+
+    python training/results/phase1-stages-seen3/combine.py [seen-test] [unseen-test]
+
+Reads the paired hit@1 rows of the three disjoint stage samples' results.md (the first two runs' steps.csv
+are not kept), takes each standard error as the 95% interval's width over 3.92, and prints each sample's
+difference and the combined one. The policy after GRPO is `shipped` in the first two runs, `grpo` here.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[1]
+SAMPLES = ["phase1-stages", "phase1-stages-disjoint", "phase1-stages-seen3"]
+RENAMED = {"grpo": "shipped"}  # the name of the after-GRPO policy in the first two samples
+ROW = re.compile(r"^\| (\S+) \| (\S+) \| hit@1 \| ([+-][\d.]+) \| \[([+-][\d.]+), ([+-][\d.]+)\] \|$", re.M)
+
+
+def paired(sample: str, split: str) -> dict[tuple[str, str], tuple[float, float, float]]:
+    """(A, B) -> hit@1 of A minus B with its interval, both orders, from one results.md split section."""
+    text = (RESULTS / sample / "results.md").read_text()
+    if f"## {split}:" not in text:
+        return {}
+    section = text.split(f"## {split}:")[1].split("\n## ")[0]
+    out = {}
+    for m in ROW.finditer(section):
+        mean, lo, hi = map(float, m.group(3, 4, 5))
+        out[m.group(1), m.group(2)] = (mean, lo, hi)
+        out[m.group(2), m.group(1)] = (-mean, -hi, -lo)
+    return out
+
+
+def main(splits: list[str]) -> None:
+    for split in splits:
+        for a, b in [("sft", "untrained"), ("grpo", "untrained"), ("grpo", "sft"), ("rank", "untrained"),
+                     ("rank", "grpo")]:
+            rows = []
+            for sample in SAMPLES:
+                pairs = paired(sample, split)
+                key = (a, b) if sample == SAMPLES[-1] else (RENAMED.get(a, a), RENAMED.get(b, b))
+                if key in pairs:
+                    rows.append((sample, *pairs[key]))
+            if not rows:
+                continue
+            weights = [(3.92 / (hi - lo)) ** 2 for _, _, lo, hi in rows]
+            mean = sum(w * m for w, (_, m, _, _) in zip(weights, rows)) / sum(weights)
+            half = 1.96 * sum(weights) ** -0.5
+            each = "; ".join(f"{s} {m:+.3f} [{lo:+.3f}, {hi:+.3f}]" for s, m, lo, hi in rows)
+            print(f"{split} {a} - {b}: {each} | combined {mean:+.3f} [{mean - half:+.3f}, {mean + half:+.3f}]")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["seen-test"])
