@@ -2,9 +2,9 @@
 # The shipped default policy (method `policy`, reason mode; `policy-fast`, no rationale) against the
 # retrieval baselines and name generation, on seen-test and unseen-test of both vendored benchmarks, the
 # whole catalog in the bank, paired bootstrap intervals. Seeded samples of queries per split, sized so the
-# whole script takes about 4 h on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
-# The commands before the last two ran with the Phase I policy (SFT + GRPO), shipped until Phase II was added
-# to `make train-default`; the last two runs compare it with the shipped one (PHASE1: its folder, taken from
+# whole script takes about 4 h 10 min on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
+# The commands before the last four ran with the Phase I policy (SFT + GRPO), shipped until Phase II was added
+# to `make train-default`; the last four runs compare it with the shipped one (PHASE1: its folder, taken from
 # commit 0c89222 when missing).
 set -eu
 PY=${PY:-.venv/bin/python}
@@ -50,3 +50,17 @@ $PY -m eval --bench seal_tools --methods bm25,dense,hybrid --policy shipped=auto
     --exclude-run $E/gpu-ablation-seal_tools-unseen-test --exclude-run $E/namegen-seal_tools-unseen-test \
     --exclude-run $E/seal_tools-default --exclude-run training/results/phase1-stages-seal_tools \
     --exclude-run training/results/phase1-stages-seal_tools-unseen --out $E/seal_tools-phase2-unseen
+# Fast mode (no rationale) of the shipped policy on the same queries: the same flags draw the same sample.
+$PY -m eval --bench metatool --methods bm25,dense --policy shipped-fast=autotool/default_policy:fast \
+    --split unseen-test --limit ${METATOOL_UNSEEN_LIMIT:-300} \
+    --exclude-run $E/metatool-default-unseen --exclude-run $E/metatool-default-unseen-disjoint \
+    --exclude-run $E/gpu-ablation-metatool-unseen-test --exclude-run $E/gpu-ablation-metatool-residual \
+    --exclude-run training/results/ablation-metatool --exclude-run training/results/phase1-stages \
+    --exclude-run training/results/phase1-stages-disjoint --out $E/metatool-phase2-unseen-fast
+$PY -m eval --bench seal_tools --methods bm25 --policy shipped-fast=autotool/default_policy:fast \
+    --split unseen-test --limit 40 \
+    --exclude-run $E/seal_tools-default-unseen --exclude-run $E/seal_tools-default-unseen-disjoint \
+    --exclude-run $E/seal_tools-default-unseen-fast --exclude-run $E/seal_tools-default-unseen-disjoint-fast \
+    --exclude-run $E/gpu-ablation-seal_tools-unseen-test --exclude-run $E/namegen-seal_tools-unseen-test \
+    --exclude-run $E/seal_tools-default --exclude-run training/results/phase1-stages-seal_tools \
+    --exclude-run training/results/phase1-stages-seal_tools-unseen --out $E/seal_tools-phase2-unseen-fast
