@@ -4,7 +4,8 @@
 # whole catalog in the bank, paired bootstrap intervals. Seeded samples of queries per split, sized so the
 # whole script takes about 4 h 10 min on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
 # The commands before the last four ran with the Phase I policy (SFT + GRPO), shipped until Phase II was added
-# to `make train-default`; the last four runs compare it with the shipped one (PHASE1: its folder, taken from
+# to `make train-default`; the last four evaluate the shipped one on fresh samples, the first two of them beside
+# the Phase I policy (PHASE1: its folder, taken from
 # commit 0c89222 when missing).
 set -eu
 PY=${PY:-.venv/bin/python}
