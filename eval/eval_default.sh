@@ -4,9 +4,8 @@
 # whole catalog in the bank, paired bootstrap intervals. Seeded samples of queries per split, sized so the
 # whole script takes about 4 h 10 min on 2 CPU cores, the sum of its parts timed here (Seal-Tools steps are long).
 # The commands before the last four ran with the Phase I policy (SFT + GRPO), shipped until Phase II was added
-# to `make train-default`; the last four evaluate the shipped one on fresh samples, the first two of them beside
-# the Phase I policy (PHASE1: its folder, taken from
-# commit 0c89222 when missing).
+# to `make train-default`; the last four evaluate the shipped one on fresh samples, the first two of them
+# beside the Phase I policy (PHASE1: its folder, taken from commit 0c89222 when missing).
 set -eu
 PY=${PY:-.venv/bin/python}
 PHASE1=${PHASE1:-runs/stages/grpo}
@@ -33,35 +32,28 @@ $PY -m eval --bench metatool --methods bm25,dense,hybrid,policy,policy-fast --sp
     --limit ${METATOOL_UNSEEN_LIMIT:-300} --exclude-run eval/results/metatool-default-unseen \
     --out eval/results/metatool-default-unseen-disjoint
 # After Phase II: the shipped policy beside the Phase I one, on unseen-test queries outside every earlier run
-# that evaluated a policy on that split (MetaTool 9 min, Seal-Tools about 25 min).
+# that evaluated a policy on that split (MetaTool 9 min, Seal-Tools 18 min), then its fast mode (no rationale)
+# on the same queries: the same exclusions, limit and seed draw the same sample (3 and 6 min).
 E=eval/results
 if [ ! -d "$PHASE1" ]; then
     mkdir -p "$PHASE1" && git archive 0c89222 autotool/default_policy | tar -x --strip-components=2 -C "$PHASE1"
 fi
+METATOOL_FRESH="--split unseen-test --limit ${METATOOL_UNSEEN_LIMIT:-300}
+    --exclude-run $E/metatool-default-unseen --exclude-run $E/metatool-default-unseen-disjoint
+    --exclude-run $E/gpu-ablation-metatool-unseen-test --exclude-run $E/gpu-ablation-metatool-residual
+    --exclude-run training/results/ablation-metatool --exclude-run training/results/phase1-stages
+    --exclude-run training/results/phase1-stages-disjoint"
+SEAL_FRESH="--split unseen-test --limit 40
+    --exclude-run $E/seal_tools-default-unseen --exclude-run $E/seal_tools-default-unseen-disjoint
+    --exclude-run $E/seal_tools-default-unseen-fast --exclude-run $E/seal_tools-default-unseen-disjoint-fast
+    --exclude-run $E/gpu-ablation-seal_tools-unseen-test --exclude-run $E/namegen-seal_tools-unseen-test
+    --exclude-run $E/seal_tools-default --exclude-run training/results/phase1-stages-seal_tools
+    --exclude-run training/results/phase1-stages-seal_tools-unseen"
 $PY -m eval --bench metatool --methods bm25,dense,hybrid --policy shipped=autotool/default_policy \
-    --policy phase1=$PHASE1 --split unseen-test --limit ${METATOOL_UNSEEN_LIMIT:-300} \
-    --exclude-run $E/metatool-default-unseen --exclude-run $E/metatool-default-unseen-disjoint \
-    --exclude-run $E/gpu-ablation-metatool-unseen-test --exclude-run $E/gpu-ablation-metatool-residual \
-    --exclude-run training/results/ablation-metatool --exclude-run training/results/phase1-stages \
-    --exclude-run training/results/phase1-stages-disjoint --out $E/metatool-phase2-unseen
+    --policy phase1=$PHASE1 $METATOOL_FRESH --out $E/metatool-phase2-unseen
 $PY -m eval --bench seal_tools --methods bm25,dense,hybrid --policy shipped=autotool/default_policy \
-    --policy phase1=$PHASE1 --split unseen-test --limit 40 \
-    --exclude-run $E/seal_tools-default-unseen --exclude-run $E/seal_tools-default-unseen-disjoint \
-    --exclude-run $E/seal_tools-default-unseen-fast --exclude-run $E/seal_tools-default-unseen-disjoint-fast \
-    --exclude-run $E/gpu-ablation-seal_tools-unseen-test --exclude-run $E/namegen-seal_tools-unseen-test \
-    --exclude-run $E/seal_tools-default --exclude-run training/results/phase1-stages-seal_tools \
-    --exclude-run training/results/phase1-stages-seal_tools-unseen --out $E/seal_tools-phase2-unseen
-# Fast mode (no rationale) of the shipped policy on the same queries: the same flags draw the same sample.
+    --policy phase1=$PHASE1 $SEAL_FRESH --out $E/seal_tools-phase2-unseen
 $PY -m eval --bench metatool --methods bm25,dense --policy shipped-fast=autotool/default_policy:fast \
-    --split unseen-test --limit ${METATOOL_UNSEEN_LIMIT:-300} \
-    --exclude-run $E/metatool-default-unseen --exclude-run $E/metatool-default-unseen-disjoint \
-    --exclude-run $E/gpu-ablation-metatool-unseen-test --exclude-run $E/gpu-ablation-metatool-residual \
-    --exclude-run training/results/ablation-metatool --exclude-run training/results/phase1-stages \
-    --exclude-run training/results/phase1-stages-disjoint --out $E/metatool-phase2-unseen-fast
+    $METATOOL_FRESH --out $E/metatool-phase2-unseen-fast
 $PY -m eval --bench seal_tools --methods bm25 --policy shipped-fast=autotool/default_policy:fast \
-    --split unseen-test --limit 40 \
-    --exclude-run $E/seal_tools-default-unseen --exclude-run $E/seal_tools-default-unseen-disjoint \
-    --exclude-run $E/seal_tools-default-unseen-fast --exclude-run $E/seal_tools-default-unseen-disjoint-fast \
-    --exclude-run $E/gpu-ablation-seal_tools-unseen-test --exclude-run $E/namegen-seal_tools-unseen-test \
-    --exclude-run $E/seal_tools-default --exclude-run training/results/phase1-stages-seal_tools \
-    --exclude-run training/results/phase1-stages-seal_tools-unseen --out $E/seal_tools-phase2-unseen-fast
+    $SEAL_FRESH --out $E/seal_tools-phase2-unseen-fast
