@@ -2,32 +2,28 @@
 
     python training/results/phase1-stages-seen3/combine.py [seen-test] [unseen-test]
 
-Reads the paired hit@1 rows of the three disjoint stage samples' results.md (the first two runs' steps.csv
-are not kept), takes each standard error as the 95% interval's width over 3.92, and prints each sample's
-difference and the combined one. The policy after GRPO is `shipped` in the first two runs, `grpo` here.
+Reads the paired hit@1 differences of the three disjoint stage samples from their results.json (the first two
+runs' steps.csv are not kept), takes each standard error as the 95% interval's width over 3.92, and prints each
+sample's difference and the combined one. The policy after GRPO is `shipped` in the first two runs, `grpo` here.
 """
 
-import re
+import json
 import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1]
 SAMPLES = ["phase1-stages", "phase1-stages-disjoint", "phase1-stages-seen3"]
 RENAMED = {"grpo": "shipped"}  # the name of the after-GRPO policy in the first two samples
-ROW = re.compile(r"^\| (\S+) \| (\S+) \| hit@1 \| ([+-][\d.]+) \| \[([+-][\d.]+), ([+-][\d.]+)\] \|$", re.M)
 
 
 def paired(sample: str, split: str) -> dict[tuple[str, str], tuple[float, float, float]]:
-    """(A, B) -> hit@1 of A minus B with its interval, both orders, from one results.md split section."""
-    text = (RESULTS / sample / "results.md").read_text()
-    if f"## {split}:" not in text:
-        return {}
-    section = text.split(f"## {split}:")[1].split("\n## ")[0]
+    """(A, B) -> hit@1 of A minus B with its interval, both orders, from one run's results.json split."""
+    splits = json.loads((RESULTS / sample / "results.json").read_text())["splits"]
     out = {}
-    for m in ROW.finditer(section):
-        mean, lo, hi = map(float, m.group(3, 4, 5))
-        out[m.group(1), m.group(2)] = (mean, lo, hi)
-        out[m.group(2), m.group(1)] = (-mean, -hi, -lo)
+    for row in (r for s in splits if s["split"] == split for r in s["paired"] if r["metric"] == "hit@1"):
+        mean, lo, hi = row["mean"], row["ci_low"], row["ci_high"]
+        out[row["a"], row["b"]] = (mean, lo, hi)
+        out[row["b"], row["a"]] = (-mean, -hi, -lo)
     return out
 
 
