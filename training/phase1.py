@@ -49,6 +49,7 @@ class GRPOConfig:
     epsilon: float = 0.2  # ratio clip
     temperature: float = 1.0
     updates_per_batch: int = 1  # optimizer steps on each batch of rollouts (ratio != 1 from the second on)
+    chunk: int = 4  # rollouts in one forward-backward (memory: one chunk's activations are held)
     tool_weight: float = 1.0  # weight of the tool choice's term beside the mean over tokens
     max_grad_norm: float = 1.0
     reward: RewardWeights = field(default_factory=RewardWeights)
@@ -60,6 +61,35 @@ class Phase1Config(RunConfig):
     stages: list = field(default_factory=lambda: list(STAGES))
     sft: SFTConfig = field(default_factory=SFTConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
+
+
+def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c: GRPOConfig,
+                  backward=torch.Tensor.backward) -> dict[str, float]:
+    """Accumulate the gradient of `grpo_loss` over all rollouts, one chunk of rollouts at a time.
+
+    The loss is a mean over rollouts, so each chunk's mean, weighted by its share of the rollouts, sums to it:
+    the gradient is the one a single backward gives, with one chunk's activations held (all 16 rollouts of a Seal-Tools
+    step at once held 19 GiB). `refs` and `olds` are each chunk's `logprobs` under the reference and the
+    policy that wrote the rollouts (None: no KL term; the ratio is taken to the current policy). Returns the
+    loss and its diagnostics over the whole batch.
+    """
+    total = sum(len(p) for p in chunks)
+    sums, tokens, start = {"loss": 0.0, "kl": 0.0, "tool_kl": 0.0, "clipped": 0.0}, 0.0, 0
+    for part, ref, old in zip(chunks, refs, olds):
+        token_logp, mask, tool_logp = logprobs(policy, table, part)
+        old_token, old_tool = (token_logp.detach(), tool_logp.detach()) if old is None else (old[0], old[2])
+        ref_token, ref_tool = (None, None) if ref is None else (ref[0], ref[2])
+        out = grpo_loss(token_logp, mask, tool_logp, advantages[start:start + len(part)], old_token, old_tool,
+                        ref_token, ref_tool, c.epsilon, c.beta, c.tool_weight)
+        share = len(part) / total
+        backward(out["loss"] * share)
+        for key in ("loss", "kl", "tool_kl"):
+            sums[key] += float(out[key]) * share
+        sums["clipped"] += float(out["clipped"]) * float(mask.sum())
+        tokens += float(mask.sum())
+        start += len(part)
+    sums["clipped"] /= max(tokens, 1.0)
+    return sums
 
 
 class Phase1(Trainer):
@@ -105,26 +135,23 @@ class Phase1(Trainer):
         rewards = torch.tensor([t["reward"] for t in terms]).view(len(batch), c.group)
         advantages = group_advantages(rewards).flatten().to(self.accelerator.device)
         flat = [r for g in groups for r in g]
+        chunks = [flat[i:i + c.chunk] for i in range(0, len(flat), c.chunk)]
         with torch.no_grad():
-            ref_token, _, ref_tool = logprobs(self.reference, self.table, flat) if c.beta > 0 else (None, None, None)
-            old = None if c.updates_per_batch == 1 else logprobs(self.policy, self.table, flat)
+            refs = [logprobs(self.reference, self.table, p) if c.beta > 0 else None for p in chunks]
+            olds = [None if c.updates_per_batch == 1 else logprobs(self.policy, self.table, p) for p in chunks]
         self.policy.model.train()
         for _ in range(c.updates_per_batch):
-            token_logp, mask, tool_logp = logprobs(self.policy, self.table, flat)
-            old_token, old_tool = (token_logp.detach(), tool_logp.detach()) if old is None else (old[0], old[2])
-            out = grpo_loss(token_logp, mask, tool_logp, advantages, old_token, old_tool, ref_token, ref_tool,
-                            c.epsilon, c.beta, c.tool_weight)
-            self.accelerator.backward(out["loss"])
+            out = grpo_backward(self.policy, self.table, chunks, advantages, refs, olds, c, self.accelerator.backward)
             norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
         seconds = time.perf_counter() - started
         mean = lambda key: sum(t[key] for t in terms) / len(terms)  # noqa: E731
-        return {"loss": out["loss"].item(), "reward": mean("reward"), "r_format": mean("r_format"),
+        return {"loss": out["loss"], "reward": mean("reward"), "r_format": mean("r_format"),
                 "r_correct": mean("r_correct"), "r_select": mean("r_select"),
                 "reward_std": float(rewards.std(dim=1, unbiased=False).mean()),
                 "equal_groups": float((rewards.std(dim=1) == 0).float().mean()),
                 "closed_think": sum(r.closed_think for r in flat) / len(flat),
                 "rationale_tokens": sum(len(r.rationale_ids) for r in flat) / len(flat),
-                "kl": float(out["kl"]), "tool_kl": float(out["tool_kl"]), "clipped": float(out["clipped"]),
+                "kl": out["kl"], "tool_kl": out["tool_kl"], "clipped": out["clipped"],
                 "grad_norm": norm, "W_norm": self.policy.head.W.weight.norm().item(),
                 "generate_s": generated - started, "seconds": seconds, "rollouts_per_s": len(flat) / seconds}
 

@@ -34,6 +34,7 @@ class RankConfig:
     steps: int = 12
     batch_size: int = 2  # queries per step
     candidates: int = 8  # rollouts per query (N)
+    chunk: int = 4  # rollouts in one forward-backward of the loss (memory: one chunk's activations are held)
     beta: float = 0.1  # score scale
     lr: float = 2e-5
     head_lr: float = 2e-4
@@ -60,12 +61,39 @@ def selection_scores(policy, reference, table, rollouts, beta: float) -> tuple[t
     of the current policy (for tests: their gradient must vanish outside the rationale)."""
     token_logp, mask, tool_logp = logprobs(policy, table, rollouts)
     with torch.no_grad():
-        ref_token, _, ref_tool = logprobs(reference, table, rollouts)
+        ref = selection_logp(rollouts, *logprobs(reference, table, rollouts))
+    return beta * (selection_logp(rollouts, token_logp, mask, tool_logp) - ref), token_logp
+
+
+def selection_logp(rollouts, token_logp: torch.Tensor, mask: torch.Tensor, tool_logp: torch.Tensor) -> torch.Tensor:
+    """(n,) log-probability of each rollout's selection segments: its rationale tokens and its tool choice."""
     width = token_logp.shape[1]
     selection = torch.tensor([r.selection_mask + [False] * (width - len(r.ids)) for r in rollouts],
                              device=token_logp.device) & mask
-    log_ratio = ((token_logp - ref_token) * selection).sum(dim=1) + (tool_logp - ref_tool)
-    return beta * log_ratio, token_logp
+    return (token_logp * selection).sum(dim=1) + tool_logp
+
+
+def ranking_backward(policy, reference, table, rollouts, values: torch.Tensor, beta: float, chunk: int,
+                     backward=torch.Tensor.backward) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Plackett-Luce loss of `values` (queries, candidates) over the rollouts' scores, with its gradient
+    accumulated in the policy's parameters, `chunk` rollouts at a time; returns (loss, scores), detached.
+
+    The loss couples every rollout of a query, so one backward would hold the activations of all of them (18.8
+    GiB on Seal-Tools' long tool cards). Instead (gradient caching): the scores without a graph, the loss's
+    gradient in the scores alone, then each chunk's forward again, back-propagated with its share of that
+    gradient. Same gradient as one backward over all rollouts; one chunk's activations; one extra forward.
+    """
+    parts = [rollouts[i:i + chunk] for i in range(0, len(rollouts), chunk)]
+    with torch.no_grad():
+        own = torch.cat([selection_logp(p, *logprobs(policy, table, p)) for p in parts])
+        ref = torch.cat([selection_logp(p, *logprobs(reference, table, p)) for p in parts])
+    scores = (beta * (own - ref)).view_as(values).requires_grad_()
+    loss = torch.stack([plackett_luce_loss(s, v) for s, v in zip(scores, values)]).mean()
+    (d_scores,) = torch.autograd.grad(loss, scores)
+    d_own = beta * d_scores.flatten()
+    for start, part in zip(range(0, len(rollouts), chunk), parts):
+        backward(selection_logp(part, *logprobs(policy, table, part)), gradient=d_own[start:start + len(part)])
+    return loss.detach(), scores.detach()
 
 
 class Phase2(Trainer):
@@ -85,11 +113,9 @@ class Phase2(Trainer):
         generated = time.perf_counter()
         self.policy.model.train()
         flat = [r for g in groups for r in g]
-        scores, _ = selection_scores(self.policy, self.reference, self.table, flat, c.beta)
-        values = torch.tensor([rank_value(t) for g in terms for t in g], device=scores.device).view(len(batch), -1)
-        scores = scores.view(len(batch), -1)
-        loss = torch.stack([plackett_luce_loss(s, v) for s, v in zip(scores, values)]).mean()
-        self.accelerator.backward(loss)
+        values = torch.tensor([[rank_value(t) for t in g] for g in terms], device=self.accelerator.device)
+        loss, scores = ranking_backward(self.policy, self.reference, self.table, flat, values, c.beta, c.chunk,
+                                        self.accelerator.backward)
         norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
         seconds = time.perf_counter() - started
         every = [t for g in terms for t in g]

@@ -165,3 +165,85 @@ def test_phase2_gradients_reach_only_the_selection_segments(bank):
         assert torch.all(g[row, rationale] == 1.0)  # rationale tokens: d score / d log p = beta
         assert torch.all(g[row, :len(r.prompt_ids)] == 0)
     assert policy.head.W.weight.grad.abs().sum() > 0  # the tool choice reaches the anchor head
+
+
+def test_phase2_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
+    from autotool.rollout import StepInput, ToolTable, rollout
+
+    torch.manual_seed(0)
+    policy = Policy.create(bank, backbone=TINY)
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.05)
+        policy.head.W.weight.normal_(std=0.05)
+    table = ToolTable.from_bank(bank)
+    steps = [StepInput("weather in Paris"), StepInput("convert my pdf to text please")]
+    rollouts = [r for g in rollout(policy, table, steps, group=3, rationale_tokens=4, call_tokens=5) for r in g]
+    values = torch.tensor([[2.0, 1.0, 0.0], [1.0, 1.0, 3.0]])  # distinct ranks, and a tie group
+    reference = Policy.create(bank, backbone=TINY)
+    policy.model.train()
+    params = [p for p in list(policy.model.parameters()) + list(policy.head.parameters()) if p.requires_grad]
+
+    def gradients():
+        grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in params]
+        for p in params:
+            p.grad = None
+        return grads
+
+    scores, _ = phase2.selection_scores(policy, reference, table, rollouts, beta=0.5)
+    one = torch.stack([phase2.plackett_luce_loss(s, v) for s, v in zip(scores.view(2, 3), values)]).mean()
+    one.backward()
+    expected = gradients()
+    assert sum(g.abs().sum() for g in expected) > 0
+    for chunk in (2, 4, 6):
+        loss, chunked_scores = phase2.ranking_backward(policy, reference, table, rollouts, values, 0.5, chunk)
+        assert loss.item() == pytest.approx(one.item(), abs=1e-5)
+        assert torch.allclose(chunked_scores.flatten(), scores.detach(), atol=1e-5)
+        for got, want in zip(gradients(), expected):
+            assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
+
+
+def test_grpo_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
+    from autotool.rollout import StepInput, ToolTable, logprobs, rollout
+    from training.losses import grpo_loss
+
+    torch.manual_seed(0)
+    policy = Policy.create(bank, backbone=TINY)
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.05)
+        policy.head.W.weight.normal_(std=0.05)
+    table = ToolTable.from_bank(bank)
+    steps = [StepInput("weather in Paris"), StepInput("convert my pdf to text please")]
+    rollouts = [r for g in rollout(policy, table, steps, group=3, rationale_tokens=4, call_tokens=5) for r in g]
+    advantages = torch.tensor([1.0, -0.5, -0.5, 0.0, 1.2, -1.2])
+    reference = Policy.create(bank, backbone=TINY)
+    config = phase1.GRPOConfig(beta=0.04)
+    policy.model.train()
+    params = [p for p in list(policy.model.parameters()) + list(policy.head.parameters()) if p.requires_grad]
+
+    def gradients():
+        grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in params]
+        for p in params:
+            p.grad = None
+        return grads
+
+    token_logp, mask, tool_logp = logprobs(policy, table, rollouts)
+    with torch.no_grad():
+        ref_token, _, ref_tool = logprobs(reference, table, rollouts)
+    one = grpo_loss(token_logp, mask, tool_logp, advantages, token_logp.detach(), tool_logp.detach(), ref_token,
+                    ref_tool, config.epsilon, config.beta, config.tool_weight)
+    one["loss"].backward()
+    expected = gradients()
+    assert sum(g.abs().sum() for g in expected) > 0
+    for chunk in (2, 4, 6):
+        chunks = [rollouts[i:i + chunk] for i in range(0, len(rollouts), chunk)]
+        with torch.no_grad():
+            refs = [logprobs(reference, table, p) for p in chunks]
+        out = phase1.grpo_backward(policy, table, chunks, advantages, refs, [None] * len(chunks), config)
+        assert out["loss"] == pytest.approx(one["loss"].item(), abs=1e-5)
+        assert out["kl"] == pytest.approx(one["kl"].item(), abs=1e-6)
+        for got, want in zip(gradients(), expected):
+            assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
