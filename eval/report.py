@@ -68,7 +68,9 @@ def plot(results: dict, path: Path) -> None:
     import numpy as np
 
     splits = results["splits"]
-    fig, axes = plt.subplots(1, len(splits), figsize=(5.5 * len(splits), 4), squeeze=False, sharey=True)
+    most = max((len(split["methods"]) for split in splits), default=1)
+    panel = max(5.5, 1.5 + 0.4 * most * len(SELECTION_METRICS))  # inches: room for each bar's label
+    fig, axes = plt.subplots(1, len(splits), figsize=(panel * len(splits), 4), squeeze=False, sharey=True)
     for ax, split in zip(axes[0], splits):
         names = list(split["methods"])
         width = 0.8 / max(1, len(names))
@@ -76,9 +78,9 @@ def plot(results: dict, path: Path) -> None:
         for i, name in enumerate(names):
             values = [split["methods"][name][k] for k in SELECTION_METRICS]
             bars = ax.bar(x + i * width - 0.4 + width / 2, values, width, label=name)
-            ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
+            ax.bar_label(bars, fmt="%.2f", fontsize=7, padding=1, rotation=90 if len(names) > 4 else 0)
         ax.set_xticks(x, SELECTION_METRICS)
-        ax.set_ylim(0, 1.08)
+        ax.set_ylim(0, 1.12)
         ax.set_title(f"{results['bench']} {split['split']} ({split['n']} steps)")
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].set_ylabel("score")
