@@ -167,83 +167,72 @@ def test_phase2_gradients_reach_only_the_selection_segments(bank):
     assert policy.head.W.weight.grad.abs().sum() > 0  # the tool choice reaches the anchor head
 
 
-def test_phase2_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
-    from autotool.rollout import StepInput, ToolTable, rollout
+class TwoQueries:
+    """A tiny policy with non-zero adapters and map W, its frozen start as reference, and 3 rollouts for each of
+    two queries; `take_gradients()` returns the accumulated gradients of every trainable tensor and clears them."""
 
-    torch.manual_seed(0)
-    policy = Policy.create(bank, backbone=TINY)
-    with torch.no_grad():
-        for name, p in policy.model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(std=0.05)
-        policy.head.W.weight.normal_(std=0.05)
-    table = ToolTable.from_bank(bank)
-    steps = [StepInput("weather in Paris"), StepInput("convert my pdf to text please")]
-    rollouts = [r for g in rollout(policy, table, steps, group=3, rationale_tokens=4, call_tokens=5) for r in g]
-    values = torch.tensor([[2.0, 1.0, 0.0], [1.0, 1.0, 3.0]])  # distinct ranks, and a tie group
-    reference = Policy.create(bank, backbone=TINY)
-    policy.model.train()
-    params = [p for p in list(policy.model.parameters()) + list(policy.head.parameters()) if p.requires_grad]
+    def __init__(self, bank):
+        from autotool.rollout import StepInput, ToolTable, rollout
 
-    def gradients():
-        grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in params]
-        for p in params:
+        torch.manual_seed(0)
+        self.policy = Policy.create(bank, backbone=TINY)
+        with torch.no_grad():
+            for name, p in self.policy.model.named_parameters():
+                if "lora_B" in name:
+                    p.normal_(std=0.05)
+            self.policy.head.W.weight.normal_(std=0.05)
+        self.table = ToolTable.from_bank(bank)
+        steps = [StepInput("weather in Paris"), StepInput("convert my pdf to text please")]
+        self.rollouts = [r for g in rollout(self.policy, self.table, steps, group=3, rationale_tokens=4,
+                                            call_tokens=5) for r in g]
+        self.reference = Policy.create(bank, backbone=TINY)
+        self.policy.model.train()
+        self.params = [p for p in [*self.policy.model.parameters(), *self.policy.head.parameters()] if p.requires_grad]
+
+    def take_gradients(self) -> list[torch.Tensor]:
+        grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        for p in self.params:
             p.grad = None
         return grads
 
-    scores, _ = phase2.selection_scores(policy, reference, table, rollouts, beta=0.5)
+
+def test_phase2_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
+    t = TwoQueries(bank)
+    values = torch.tensor([[2.0, 1.0, 0.0], [1.0, 1.0, 3.0]])  # distinct ranks, and a tie group
+    scores, _ = phase2.selection_scores(t.policy, t.reference, t.table, t.rollouts, beta=0.5)
     one = torch.stack([phase2.plackett_luce_loss(s, v) for s, v in zip(scores.view(2, 3), values)]).mean()
     one.backward()
-    expected = gradients()
+    expected = t.take_gradients()
     assert sum(g.abs().sum() for g in expected) > 0
     for chunk in (2, 4, 6):
-        loss, chunked_scores = phase2.ranking_backward(policy, reference, table, rollouts, values, 0.5, chunk)
+        loss, chunked_scores = phase2.ranking_backward(t.policy, t.reference, t.table, t.rollouts, values, 0.5, chunk)
         assert loss.item() == pytest.approx(one.item(), abs=1e-5)
         assert torch.allclose(chunked_scores.flatten(), scores.detach(), atol=1e-5)
-        for got, want in zip(gradients(), expected):
+        for got, want in zip(t.take_gradients(), expected):
             assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
 def test_grpo_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
-    from autotool.rollout import StepInput, ToolTable, logprobs, rollout
+    from autotool.rollout import logprobs
     from training.losses import grpo_loss
 
-    torch.manual_seed(0)
-    policy = Policy.create(bank, backbone=TINY)
-    with torch.no_grad():
-        for name, p in policy.model.named_parameters():
-            if "lora_B" in name:
-                p.normal_(std=0.05)
-        policy.head.W.weight.normal_(std=0.05)
-    table = ToolTable.from_bank(bank)
-    steps = [StepInput("weather in Paris"), StepInput("convert my pdf to text please")]
-    rollouts = [r for g in rollout(policy, table, steps, group=3, rationale_tokens=4, call_tokens=5) for r in g]
+    t = TwoQueries(bank)
     advantages = torch.tensor([1.0, -0.5, -0.5, 0.0, 1.2, -1.2])
-    reference = Policy.create(bank, backbone=TINY)
     config = phase1.GRPOConfig(beta=0.04)
-    policy.model.train()
-    params = [p for p in list(policy.model.parameters()) + list(policy.head.parameters()) if p.requires_grad]
-
-    def gradients():
-        grads = [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in params]
-        for p in params:
-            p.grad = None
-        return grads
-
-    token_logp, mask, tool_logp = logprobs(policy, table, rollouts)
+    token_logp, mask, tool_logp = logprobs(t.policy, t.table, t.rollouts)
     with torch.no_grad():
-        ref_token, _, ref_tool = logprobs(reference, table, rollouts)
+        ref_token, _, ref_tool = logprobs(t.reference, t.table, t.rollouts)
     one = grpo_loss(token_logp, mask, tool_logp, advantages, token_logp.detach(), tool_logp.detach(), ref_token,
                     ref_tool, config.epsilon, config.beta, config.tool_weight)
     one["loss"].backward()
-    expected = gradients()
+    expected = t.take_gradients()
     assert sum(g.abs().sum() for g in expected) > 0
     for chunk in (2, 4, 6):
-        chunks = [rollouts[i:i + chunk] for i in range(0, len(rollouts), chunk)]
+        chunks = [t.rollouts[i:i + chunk] for i in range(0, len(t.rollouts), chunk)]
         with torch.no_grad():
-            refs = [logprobs(reference, table, p) for p in chunks]
-        out = phase1.grpo_backward(policy, table, chunks, advantages, refs, [None] * len(chunks), config)
+            refs = [logprobs(t.reference, t.table, p) for p in chunks]
+        out = phase1.grpo_backward(t.policy, t.table, chunks, advantages, refs, [None] * len(chunks), config)
         assert out["loss"] == pytest.approx(one["loss"].item(), abs=1e-5)
         assert out["kl"] == pytest.approx(one["kl"].item(), abs=1e-6)
-        for got, want in zip(gradients(), expected):
+        for got, want in zip(t.take_gradients(), expected):
             assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
