@@ -97,6 +97,8 @@ class Phase1(Trainer):
         unknown = [s for s in config.stages if s not in STAGES]
         if unknown or not config.stages:
             raise ConfigError(f"key 'stages': expected a list of {', '.join(STAGES)}, got {config.stages!r}")
+        if config.grpo.chunk < 1:
+            raise ConfigError(f"key 'grpo.chunk': rollouts a backward holds, at least 1; got {config.grpo.chunk}")
         super().__init__(config, list(config.stages), "phase 1")
         self.reference = None
 

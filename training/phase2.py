@@ -102,6 +102,8 @@ class Phase2(Trainer):
             raise ConfigError(f"key 'stages': Phase II has one stage, {STAGES[0]!r}")
         if not config.init:
             raise ConfigError("key 'init': Phase II starts from a Phase I policy folder (--init PATH)")
+        if config.rank.chunk < 1:
+            raise ConfigError(f"key 'rank.chunk': rollouts a backward holds, at least 1; got {config.rank.chunk}")
         super().__init__(config, list(config.stages), "phase 2")
         self.reference = None
 

@@ -55,3 +55,12 @@ def test_bad_yaml_and_missing_file_are_named(tmp_path):
 def test_overrides_come_in_pairs():
     with pytest.raises(ConfigError, match="pairs"):
         load(Phase1Config(), None, ["--sft.steps"])
+
+
+def test_a_chunk_below_one_is_an_error_that_names_the_key():
+    from training import phase1, phase2
+
+    with pytest.raises(ConfigError, match=r"key 'grpo.chunk': .* at least 1; got 0"):
+        phase1.Phase1(phase1.Phase1Config(grpo=phase1.GRPOConfig(chunk=0)))
+    with pytest.raises(ConfigError, match=r"key 'rank.chunk': .* at least 1; got -1"):
+        phase2.Phase2(phase2.Phase2Config(init="runs/x/policy-grpo", rank=phase2.RankConfig(chunk=-1)))
