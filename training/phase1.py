@@ -69,7 +69,7 @@ def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c
 
     The loss is a mean over rollouts, so each chunk's mean, weighted by its share of the rollouts, sums to it:
     the gradient is the one a single backward gives, with one chunk's activations held (all 16 rollouts of a Seal-Tools
-    step at once held 19 GiB). `refs` and `olds` are each chunk's `logprobs` under the reference and the
+    step at once reached 22.6 GiB). `refs` and `olds` are each chunk's `logprobs` under the reference and the
     policy that wrote the rollouts (None: no KL term; the ratio is taken to the current policy). Returns the
     loss and its diagnostics over the whole batch.
     """
