@@ -85,9 +85,8 @@ def ranking_backward(policy, reference, table, rollouts, values: torch.Tensor, b
     """
     parts = [rollouts[i:i + chunk] for i in range(0, len(rollouts), chunk)]
     with torch.no_grad():
-        own = torch.cat([selection_logp(p, *logprobs(policy, table, p)) for p in parts])
-        ref = torch.cat([selection_logp(p, *logprobs(reference, table, p)) for p in parts])
-    scores = (beta * (own - ref)).view_as(values).requires_grad_()
+        scores = torch.cat([selection_scores(policy, reference, table, p, beta)[0] for p in parts])
+    scores = scores.view_as(values).requires_grad_()
     loss = torch.stack([plackett_luce_loss(s, v) for s, v in zip(scores, values)]).mean()
     (d_scores,) = torch.autograd.grad(loss, scores)
     d_own = beta * d_scores.flatten()
