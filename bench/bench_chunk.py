@@ -52,7 +52,7 @@ def write_rollouts(bench: str, policy: str, cache: Path) -> None:
 def measure(bench: str, policy: str, cache: Path, loss: str, chunk: int) -> dict:
     import torch
 
-    from training import phase1, phase2
+    from training import loop, phase1, phase2
 
     run = trainer(bench, policy, cache.with_suffix(".run"))
     saved = torch.load(cache, weights_only=False)
@@ -65,7 +65,7 @@ def measure(bench: str, policy: str, cache: Path, loss: str, chunk: int) -> dict
     if loss == "grpo":
         rewards = torch.tensor([[t["reward"] for t in g] for g in terms])
         advantages = phase1.group_advantages(rewards).flatten()
-        chunks = [flat[i:i + chunk] for i in range(0, len(flat), chunk)]
+        chunks = loop.chunked(flat, chunk)
         with torch.no_grad():
             refs = [phase1.logprobs(reference, run.table, p) for p in chunks]
         phase1.grpo_backward(run.policy, run.table, chunks, advantages, refs, [None] * len(chunks),

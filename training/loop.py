@@ -127,6 +127,11 @@ def make_optimizer(policy: Policy, lr: float, head_lr: float, head_weight_decay:
     return torch.optim.AdamW([g for g in groups if g["params"]])
 
 
+def chunked(items: Sequence, size: int) -> list:
+    """`items` in consecutive runs of `size` (the last may be shorter): the rollouts one backward holds."""
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
 def batch_indices(n: int, batch_size: int, step: int, seed: int, rank: int = 0, world: int = 1) -> list[int]:
     """The example indices of `step`: epochs of seeded permutations, read in order (resumable from `step`);
     each of `world` processes takes every `world`-th of them."""

@@ -74,20 +74,19 @@ def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c
     loss and its diagnostics over the whole batch.
     """
     total = sum(len(p) for p in chunks)
-    sums, tokens, start = {"loss": 0.0, "kl": 0.0, "tool_kl": 0.0, "clipped": 0.0}, 0.0, 0
-    for part, ref, old in zip(chunks, refs, olds):
+    sums, tokens = {"loss": 0.0, "kl": 0.0, "tool_kl": 0.0, "clipped": 0.0}, 0.0
+    for part, part_advantages, ref, old in zip(chunks, advantages.split([len(p) for p in chunks]), refs, olds):
         token_logp, mask, tool_logp = logprobs(policy, table, part)
         old_token, old_tool = (token_logp.detach(), tool_logp.detach()) if old is None else (old[0], old[2])
         ref_token, ref_tool = (None, None) if ref is None else (ref[0], ref[2])
-        out = grpo_loss(token_logp, mask, tool_logp, advantages[start:start + len(part)], old_token, old_tool,
-                        ref_token, ref_tool, c.epsilon, c.beta, c.tool_weight)
+        out = grpo_loss(token_logp, mask, tool_logp, part_advantages, old_token, old_tool, ref_token, ref_tool,
+                        c.epsilon, c.beta, c.tool_weight)
         share = len(part) / total
         backward(out["loss"] * share)
         for key in ("loss", "kl", "tool_kl"):
             sums[key] += float(out[key]) * share
         sums["clipped"] += float(out["clipped"]) * float(mask.sum())
         tokens += float(mask.sum())
-        start += len(part)
     sums["clipped"] /= max(tokens, 1.0)
     return sums
 
@@ -137,7 +136,7 @@ class Phase1(Trainer):
         rewards = torch.tensor([t["reward"] for t in terms]).view(len(batch), c.group)
         advantages = group_advantages(rewards).flatten().to(self.accelerator.device)
         flat = [r for g in groups for r in g]
-        chunks = [flat[i:i + c.chunk] for i in range(0, len(flat), c.chunk)]
+        chunks = loop.chunked(flat, c.chunk)
         with torch.no_grad():
             refs = [logprobs(self.reference, self.table, p) if c.beta > 0 else None for p in chunks]
             olds = [None if c.updates_per_batch == 1 else logprobs(self.policy, self.table, p) for p in chunks]

@@ -83,15 +83,15 @@ def ranking_backward(policy, reference, table, rollouts, values: torch.Tensor, b
     gradient in the scores alone, then each chunk's forward again, back-propagated with its share of that
     gradient. Same gradient as one backward over all rollouts; one chunk's activations; one extra forward.
     """
-    parts = [rollouts[i:i + chunk] for i in range(0, len(rollouts), chunk)]
+    parts = loop.chunked(rollouts, chunk)
     with torch.no_grad():
         scores = torch.cat([selection_scores(policy, reference, table, p, beta)[0] for p in parts])
     scores = scores.view_as(values).requires_grad_()
     loss = torch.stack([plackett_luce_loss(s, v) for s, v in zip(scores, values)]).mean()
     (d_scores,) = torch.autograd.grad(loss, scores)
     d_own = beta * d_scores.flatten()
-    for start, part in zip(range(0, len(rollouts), chunk), parts):
-        backward(selection_logp(part, *logprobs(policy, table, part)), gradient=d_own[start:start + len(part)])
+    for part, gradient in zip(parts, d_own.split([len(p) for p in parts])):
+        backward(selection_logp(part, *logprobs(policy, table, part)), gradient=gradient)
     return loss.detach(), scores.detach()
 
 

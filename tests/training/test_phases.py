@@ -10,7 +10,7 @@ from helpers import ASSETS
 from autotool import Policy
 from eval.benchmarks import load_benchmark
 from eval.harness import eval_bank
-from training import phase1, phase2
+from training import loop, phase1, phase2
 
 TINY = ASSETS / "tiny-llama"
 TOOLS = {
@@ -228,7 +228,7 @@ def test_grpo_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
     expected = t.take_gradients()
     assert sum(g.abs().sum() for g in expected) > 0
     for chunk in (2, 4, 6):
-        chunks = [t.rollouts[i:i + chunk] for i in range(0, len(t.rollouts), chunk)]
+        chunks = loop.chunked(t.rollouts, chunk)
         with torch.no_grad():
             refs = [logprobs(t.reference, t.table, p) for p in chunks]
         out = phase1.grpo_backward(t.policy, t.table, chunks, advantages, refs, [None] * len(chunks), config)
