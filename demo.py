@@ -17,7 +17,7 @@ from autotool import ArgumentError, select_tool
 from autotool.select import default_policy
 from toolbank import Tool, ToolBank, default_bank_path, load_file
 
-CATALOGS = Path(__file__).parent / "eval" / "data"
+CATALOGS = Path(__file__).parent / "autotool" / "data"
 RESULTS = Path(__file__).parent / "eval" / "results"
 QUERIES = [
     "Will the air be clean enough to go running tomorrow? My zip code is 94110.",

@@ -38,7 +38,7 @@ from torch import nn
 
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
 from autotool.prompts import shared_prefix
-from toolbank import Tool, ToolBank
+from toolbank import Tool, ToolBank, atomic_path
 
 FORMAT_VERSION = 1
 ANCHORS = ("residual", "pure")
@@ -144,27 +144,22 @@ class Policy:
     def save(self, path: str | Path) -> None:
         """Write the policy folder; the manifest goes last, so a folder with a manifest is complete."""
         path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        # The special tokens' rows are in the adapter; the rest of the embedding matrix is the backbone's.
-        self.model.save_pretrained(tmp / "adapter", safe_serialization=True, save_embedding_layers=False)
-        self.save_head(tmp)
-        manifest = {"format_version": FORMAT_VERSION, "backbone": self.backbone, "embedder": self.embedder,
-                    "dim": self.dim, "anchor": self.head.anchor, "hidden": self.head.W.in_features, **self.info}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as tmp:
+            tmp.mkdir()
+            # The special tokens' rows are in the adapter; the rest of the embedding matrix is the backbone's.
+            self.model.save_pretrained(tmp / "adapter", safe_serialization=True, save_embedding_layers=False)
+            self.save_head(tmp)
+            manifest = {"format_version": FORMAT_VERSION, "backbone": self.backbone, "embedder": self.embedder,
+                        "dim": self.dim, "anchor": self.head.anchor, "hidden": self.head.W.in_features, **self.info}
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
 
     def save_head(self, path: str | Path) -> None:
         """Write (or atomically replace) `anchor_head.safetensors` in the policy folder `path`."""
         from safetensors.torch import save_file
 
-        target = Path(path) / "anchor_head.safetensors"
-        tmp = target.with_name(f".{target.name}.{os.getpid()}")
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, tmp)
-        os.replace(tmp, target)
+        with atomic_path(Path(path) / "anchor_head.safetensors") as tmp:
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, tmp)
 
     @classmethod
     def load(cls, path: str | Path, bank: ToolBank | None = None, trainable: bool = False) -> "Policy":

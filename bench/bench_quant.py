@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-DATA = Path(__file__).parents[1] / "eval" / "data" / "metatool"
+DATA = Path(__file__).parents[1] / "autotool" / "data" / "metatool"
 OUT = Path(__file__).parent / "out"
 
 

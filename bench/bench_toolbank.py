@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from toolbank import Tool, ToolBank, load_embedder, load_file  # noqa: E402
 
-DATA = Path(__file__).parents[1] / "eval" / "data"
+DATA = Path(__file__).parents[1] / "autotool" / "data"
 OUT = Path(__file__).parent / "out"
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from eval.benchmarks import QUERY_SPLITS
+from autotool.benchmarks import QUERY_SPLITS
 
 
 @click.command(help=__doc__)
@@ -45,8 +45,9 @@ from eval.benchmarks import QUERY_SPLITS
 def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedder, policies, policy_mode, device,
          batch_size, out):
     from eval import report
-    from eval.benchmarks import BenchmarkError, load_benchmark, load_split
-    from eval.harness import EvalError, check_methods, eval_bank, evaluate
+    from autotool.benchmarks import BenchmarkError, load_benchmark, load_split
+    from eval.harness import EvalError, check_methods, evaluate
+    from autotool.benchmarks import benchmark_bank
     from eval.methods import register_policy
     from toolbank import BankError, EmbedderError
 
@@ -72,7 +73,7 @@ def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedde
         except ValueError as e:
             raise EvalError(f"--exclude-run: {e}") from None
         check_methods(names)  # before the bank is built
-        bank = eval_bank(benchmark, embedder)
+        bank = benchmark_bank(benchmark, embedder)
         results = {"bench": benchmark.name, "seed": seed, "limit": limit, "single_tool": single_tool,
                    "excluded_runs": list(exclude_runs),
                    "excluded_queries": {name: len(ids) for name, ids in excluded.items()},

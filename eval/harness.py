@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import time
 from collections.abc import Collection
@@ -12,10 +11,10 @@ import numpy as np
 from tqdm import tqdm
 
 from autotool.calls import schema_errors, toolrl_correctness
-from eval.benchmarks import Benchmark, Split, select_queries, steps_of
+from autotool.benchmarks import Benchmark, Split, select_queries, steps_of
 from eval.methods import FILLS_ARGUMENTS, METHODS, EvalContext
 from eval.metrics import paired_bootstrap, percentile_ms, selection_metrics
-from toolbank import ToolBank, autotool_home
+from toolbank import ToolBank
 
 SELECTION_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@5")
 PAIRED_METRICS = ("hit@1", "mrr@10")
@@ -33,25 +32,6 @@ def check_methods(methods: list[str]) -> None:
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
-
-
-def eval_bank(bench: Benchmark, embedder: str = "default", root: Path | None = None) -> ToolBank:
-    """A bank holding the whole catalog of `bench`, cached under `$AUTOTOOL_HOME/eval/banks/`.
-
-    Unseen tools compete with seen ones: every tool of the benchmark is in it. Reused across runs; only
-    new or changed tool texts are embedded.
-    """
-    from toolbank import load_embedder
-
-    model = load_embedder(embedder)
-    slug = hashlib.sha1(f"{bench.folder.resolve()}|{model.id}".encode()).hexdigest()[:8]
-    path = (root or autotool_home() / "eval" / "banks") / f"{bench.name}-{slug}"
-    bank = ToolBank.open(path, embedder=model)
-    bank.add(bench.tools, replace=True, progress=True)
-    extra = set(t.name for t in bank) - set(bench.tool_names)
-    if extra:
-        bank.remove(sorted(extra))
-    return bank
 
 
 def _call_metrics(step, prediction, schemas: dict[str, dict]) -> dict[str, float]:

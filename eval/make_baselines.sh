@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 export HF_HUB_OFFLINE=1
-# The reference figures of eval/data/README.md: single-tool queries, whole catalog.
+# The reference figures of autotool/data/README.md: single-tool queries, whole catalog.
 $PY -m eval --bench metatool --split all --single-tool --limit 3000 --out eval/results/metatool-reference
 $PY -m eval --bench seal_tools --split all --single-tool --out eval/results/seal_tools-reference
 # Every split of the seed-0 tool split (34% seen tools, of which 20% validation).

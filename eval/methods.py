@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from eval.benchmarks import Benchmark, Step
+from autotool.benchmarks import Benchmark, Step, step_input
 from toolbank import ToolBank
 
 DEPTH = 10  # rankings are scored to depth 10 (MRR@10)
@@ -81,18 +81,6 @@ def _batched(prepare: Callable[[list[Step]], None], cache: dict) -> Callable[[St
 
     predict.prepare = prepare
     return predict
-
-
-def step_input(bank: ToolBank, step: Step):
-    """The step as the policy reads it: the request, the earlier steps' texts (gold calls when known) and the
-    tools they called, which it may not choose again."""
-    from autotool.prompts import StepRecord, history
-    from autotool.rollout import StepInput
-
-    earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
-    if not step.query.calls:
-        earlier = [StepRecord("", name, {}) for name in step.context]
-    return StepInput(step.query.text, history(earlier, bank.get), step.context)
 
 
 @register("policy", fills_arguments=True)

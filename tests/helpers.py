@@ -8,7 +8,7 @@ import faiss
 from toolbank import Tool, ToolBank
 
 ASSETS = Path(__file__).parent / "assets"
-DATA = Path(__file__).parents[1] / "eval" / "data"
+DATA = Path(__file__).parents[1] / "autotool" / "data"
 
 
 def weather_tools() -> list[Tool]:

@@ -6,10 +6,11 @@
     bank.search("is it raining in Paris?", k=5)
 """
 
-from toolbank.bank import AddReport, BankError, ToolBank, autotool_home, default_bank_path
+from toolbank.bank import AddReport, BankError, ToolBank
+from toolbank.paths import atomic_path, atomic_write, autotool_home, default_bank_path
 from toolbank.embed import DEFAULT_EMBEDDER, Embedder, EmbedderError, HashEmbedder, load_embedder
 from toolbank.search import SearchHit
 from toolbank.tool import Tool, ToolError, load_file
 
-__all__ = ["AddReport", "BankError", "DEFAULT_EMBEDDER", "Embedder", "EmbedderError", "HashEmbedder", "SearchHit",
+__all__ = ["AddReport", "atomic_path", "atomic_write", "BankError", "DEFAULT_EMBEDDER", "Embedder", "EmbedderError", "HashEmbedder", "SearchHit",
            "Tool", "ToolBank", "ToolError", "autotool_home", "default_bank_path", "load_embedder", "load_file"]

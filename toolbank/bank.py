@@ -23,6 +23,7 @@ import numpy as np
 
 from toolbank.embed import DEFAULT_EMBEDDER, Embedder, load_embedder
 from toolbank.index import VectorIndex, resolve_factory
+from toolbank.paths import atomic_write, default_bank_path
 from toolbank.search import MODES, BM25Index, SearchHit, reciprocal_rank_fusion
 from toolbank.store import Store
 from toolbank.tool import Tool
@@ -34,16 +35,6 @@ HYBRID_DEPTH = 100  # how deep each ranking goes before fusion
 
 class BankError(ValueError):
     """A bank cannot be opened or changed as asked. The message says what to do."""
-
-
-def autotool_home() -> Path:
-    """`$AUTOTOOL_HOME`, default `~/.cache/autotool`: banks, cached models and runs live here."""
-    return Path(os.environ.get("AUTOTOOL_HOME") or Path.home() / ".cache" / "autotool")
-
-
-def default_bank_path() -> Path:
-    """`$AUTOTOOL_BANK`, else `$AUTOTOOL_HOME/bank`."""
-    return Path(os.environ["AUTOTOOL_BANK"]) if os.environ.get("AUTOTOOL_BANK") else autotool_home() / "bank"
 
 
 @dataclass
@@ -198,9 +189,7 @@ class ToolBank:
     def _write_manifest(self) -> None:
         manifest = {"format_version": FORMAT_VERSION, "embedder": self.embedder_id, "dim": self.dim,
                     "index_factory": self.index_factory}
-        tmp = self.path / f".manifest.json.{os.getpid()}"
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-        os.replace(tmp, self.path / "manifest.json")
+        atomic_write(self.path / "manifest.json", json.dumps(manifest, indent=2) + "\n")
 
     def add(self, tools: Iterable[Tool], *, replace: bool = False, progress: bool = False,
             prune: str | None = None, replace_only_in: str | None = None) -> AddReport:

@@ -290,24 +290,29 @@ def stats(ctx, as_json):
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: the address to bind (loopback only by default).")
 @click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
 @click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
-@click.option("--policy", "policy_path", type=click.Path(file_okay=False, exists=True),
-              help="Policy folder for select_tool (default: the default policy).")
 @click.pass_context
 @_user_errors
-def serve(ctx, transport, host, port, allow_write, policy_path):
-    """Serve the bank to agents over MCP: search_tools, select_tool, list_namespaces (and add_tool).
+def serve(ctx, transport, host, port, allow_write):
+    """Serve the bank's search to agents over MCP: search_tools, list_namespaces (and add_tool).
+
+    `autotool serve` serves the same tools plus the policy's select_tool.
 
     \b
     toolbank --bank ./bank serve                          # for an MCP client that starts it
     toolbank --bank ./bank serve --transport http --port 8000
     """
-    from toolbank.serve import serve as run
+    from toolbank.serve import build_server, run
 
     bank = _load(ctx)
+    announce_serving(bank, transport, host, port, allow_write)
+    run(build_server(bank, allow_write=allow_write), transport, host=host, port=port)
+
+
+def announce_serving(bank, transport: str, host: str, port: int, allow_write: bool) -> None:
+    """One line on stderr: what is served, where, and whether it can be written to."""
     click.echo(f"serving {bank.path} ({len(bank)} tools) over {transport}"
                + (f" at http://{host}:{port}/mcp" if transport == "http" else "")
                + ("; add_tool enabled" if allow_write else "; read-only"), err=True)
-    run(bank, transport, host=host, port=port, allow_write=allow_write, policy_path=policy_path)
 
 
 @main.command()

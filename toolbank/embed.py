@@ -20,6 +20,8 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from toolbank.paths import atomic_path, autotool_home
+
 log = logging.getLogger(__name__)
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 SHORT_BATCH = 16  # at most this many texts (queries, rationales) go through ONNX Runtime when it is available
@@ -146,8 +148,6 @@ def _exported(network, folder: Path) -> Path:
     """Export `network` (a Hugging Face encoder) to ONNX once, keyed by a digest of the folder's weights."""
     import torch
 
-    from toolbank.bank import autotool_home
-
     digest = hashlib.sha256()
     for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
         digest.update(weights.read_bytes())
@@ -168,13 +168,11 @@ def _exported(network, folder: Path) -> Path:
     names = ["input_ids", "attention_mask", "token_type_ids"]
     example = tuple(torch.ones((1, 4), dtype=torch.long) for _ in names)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    with torch.no_grad(), warnings.catch_warnings():
+    with atomic_path(path) as tmp, torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the exporter's notes on how it lowers some operators
         torch.onnx.export(LastHiddenState().eval(), example, str(tmp), input_names=names,
                           output_names=["last_hidden_state"], opset_version=17, dynamo=False,
                           dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names + ["last_hidden_state"]})
-    os.replace(tmp, path)
     return path
 
 

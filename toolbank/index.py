@@ -13,6 +13,8 @@ from pathlib import Path
 import faiss
 import numpy as np
 
+from toolbank.paths import atomic_path, atomic_write
+
 INDEX_ALIASES = {"flat": "IDMap2,Flat", "hnsw": "IDMap2,HNSW32"}
 HNSW_EF_CONSTRUCTION = 80
 HNSW_EF_SEARCH = 256  # recall@10 against Flat at 100k real tool texts: 0.975 (128: 0.943), 0.95 ms a search
@@ -73,12 +75,10 @@ class VectorIndex:
         return scores[0][keep], ids[0][keep]
 
     def save(self, folder: Path) -> None:
-        tmp_index, tmp_meta = folder / f".index.faiss.{os.getpid()}", folder / f".index.json.{os.getpid()}"
-        faiss.write_index(self.index, str(tmp_index))
-        tmp_meta.write_text(json.dumps({"generation": self.generation, "factory": self.factory,
-                                        "ntotal": self.ntotal}))
-        os.replace(tmp_index, folder / "index.faiss")
-        os.replace(tmp_meta, folder / "index.json")
+        with atomic_path(folder / "index.faiss") as tmp:
+            faiss.write_index(self.index, str(tmp))
+        atomic_write(folder / "index.json", json.dumps({"generation": self.generation, "factory": self.factory,
+                                                         "ntotal": self.ntotal}))
 
     @classmethod
     def load(cls, folder: Path, factory: str, generation: int, count: int) -> "VectorIndex | None":

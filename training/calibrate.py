@@ -33,10 +33,11 @@ import torch
 from tqdm import tqdm
 
 from autotool.policy import Policy, PolicyError
+from toolbank import atomic_write
 from autotool.rollout import Rollout, ToolTable, _decoder_hidden, rollout
-from eval.benchmarks import BenchmarkError, Step, load_benchmark, load_split, select_queries, steps_of
-from eval.harness import eval_bank
-from eval.methods import step_input
+from autotool.benchmarks import BenchmarkError, Step, load_benchmark, load_split, select_queries, steps_of
+from autotool.benchmarks import benchmark_bank
+from autotool.benchmarks import step_input
 
 B_GRID = [round(0.05 * i, 2) for i in range(21)]  # 0 .. 1
 L_GRID = [0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0]
@@ -67,7 +68,7 @@ class ValSteps:
 def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: int = 16, seed: int = 0) -> ValSteps:
     """The policy's greedy rationales for every step of (a seeded sample of `limit`) val queries."""
     bench = load_benchmark(bench_name)
-    bank = eval_bank(bench, policy.embedder)
+    bank = benchmark_bank(bench, policy.embedder)
     table = ToolTable.from_bank(bank)
     steps = [s for q in select_queries(bench, load_split(bench, seed), "val", limit=limit or None, seed=seed)
              for s in steps_of(q)]
@@ -156,9 +157,7 @@ def write_head(policy_path: Path, policy: Policy, b: float, g: float, record: di
     manifest_file = policy_path / "manifest.json"
     manifest = json.loads(manifest_file.read_text())
     manifest["calibrated"] = record
-    tmp = manifest_file.with_name(f".{manifest_file.name}.{os.getpid()}")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, manifest_file)
+    atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,8 +29,8 @@ from typing import Iterable
 from autotool.calls import schema_errors
 from autotool.prompts import StepRecord, call_text, history
 from autotool.rollout import StepInput
-from eval.benchmarks import Benchmark, Split, select_queries, steps_of
-from toolbank import Tool
+from autotool.benchmarks import Benchmark, Split, select_queries, steps_of
+from toolbank import Tool, atomic_write
 
 MAX_RATIONALE_WORDS = 30
 _WORD = re.compile(r"[a-z0-9]+")
@@ -124,9 +124,7 @@ def check_no_unseen(trajectories: Iterable[dict], split: Split, allowed: set[str
 
 def write_jsonl(path: Path, rows: Iterable[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def read_jsonl(path: Path) -> list[dict]:

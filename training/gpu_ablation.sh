@@ -45,8 +45,8 @@ started=$(date +%s)
 # One-time set-up first, so the time guards below are spent on training: the backbone's conversion from
 # GGUF and the evaluation banks (both cached under $AUTOTOOL_HOME).
 $PY -c "from autotool.backbone import load_backbone; load_backbone(None)"
-$PY -c "from eval.benchmarks import load_benchmark; from eval.harness import eval_bank
-for name in ('metatool', 'seal_tools'): eval_bank(load_benchmark(name), 'default')"
+$PY -c "from autotool.benchmarks import load_benchmark; from autotool.benchmarks import benchmark_bank
+for name in ('metatool', 'seal_tools'): benchmark_bank(load_benchmark(name), 'default')"
 echo "set-up: $(( $(date +%s) - started )) s"
 train residual
 train pure

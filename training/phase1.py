@@ -190,7 +190,7 @@ def parse_args(argv: list[str]) -> tuple[str | None, list[str]]:
 
 
 def main(argv: list[str] | None = None, default=Phase1Config, phase=Phase1) -> int:
-    from eval.benchmarks import BenchmarkError
+    from autotool.benchmarks import BenchmarkError
     from training.data import DataError
 
     argv = sys.argv[1:] if argv is None else argv

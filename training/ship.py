@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from toolbank import atomic_path
+
 
 def lineage(policy: Path) -> list[dict]:
     """The runs that made `policy`, first to last, from each manifest's `config.init` (and, where that leads
@@ -100,12 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     manifest["shipped"] = {"data": args.data, "command": args.command, "commit": commit(),
                            "date": datetime.date.today().isoformat(), "lineage": lineage(args.policy)}
     manifest.pop("config", None)  # the last run's config is in the lineage
-    tmp = args.dest.with_name(f".{args.dest.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(args.policy, tmp, ignore=shutil.ignore_patterns("manifest.json"))
-    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    shutil.rmtree(args.dest, ignore_errors=True)
-    tmp.rename(args.dest)
+    with atomic_path(args.dest) as tmp:
+        shutil.copytree(args.policy, tmp, ignore=shutil.ignore_patterns("manifest.json"))
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     size = sum(f.stat().st_size for f in args.dest.rglob("*") if f.is_file())
     print(f"shipped {args.policy} -> {args.dest} ({size / 1e6:.1f} MB)")
     return 0

@@ -62,8 +62,8 @@ class Trainer:
     def __init__(self, config: RunConfig, stages: list[str], phase: str):
         from accelerate import Accelerator
 
-        from eval.benchmarks import load_benchmark, load_split
-        from eval.harness import eval_bank
+        from autotool.benchmarks import load_benchmark, load_split
+        from autotool.benchmarks import benchmark_bank
 
         self.config, self.stages = config, stages
         if config.threads > 0:
@@ -77,7 +77,7 @@ class Trainer:
         self.bench = load_benchmark(config.benchmark)
         self.split = load_split(self.bench, config.seed)
         self.title = f"{phase} on {self.bench.name}"
-        self.bank = eval_bank(self.bench, config.embedder)
+        self.bank = benchmark_bank(self.bench, config.embedder)
         self.table = ToolTable.from_bank(self.bank, sorted(self.split.tools["train"]))
         self.table.vectors = self.table.vectors.to(self.accelerator.device)
         tools = {t.name: t for t in self.bench.tools}

@@ -7,9 +7,9 @@ from helpers import ASSETS, write_bench
 
 from autotool import Policy
 from eval.__main__ import main
-from eval.harness import eval_bank
+from autotool.benchmarks import benchmark_bank
 from eval.methods import METHODS, EvalContext
-from eval.benchmarks import BenchmarkError, load_benchmark, load_split, make_split, select_queries, steps_of
+from autotool.benchmarks import BenchmarkError, load_benchmark, load_split, make_split, select_queries, steps_of
 
 @pytest.fixture
 def bench_dir(tmp_path):
@@ -168,7 +168,7 @@ def test_cli_samples_disjoint_from_earlier_runs(run_eval, bench_dir, tmp_path):
 
 
 def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
-    bank = eval_bank(load_benchmark(bench_dir), "hash:64")  # the bank the CLI evaluates on (cached)
+    bank = benchmark_bank(load_benchmark(bench_dir), "hash:64")  # the bank the CLI evaluates on (cached)
     folder, out = tmp_path / "tiny-policy", tmp_path / "out"
     Policy.create(bank, backbone=ASSETS / "tiny-llama").save(folder)
     result = run_eval("--bench", bench_dir, "--methods", "dense", "--split", "unseen-test", "--limit", "3",

@@ -3,7 +3,7 @@
 import torch
 from helpers import ASSETS, write_bench
 
-from eval.benchmarks import load_benchmark, steps_of
+from autotool.benchmarks import load_benchmark, steps_of
 from eval.methods import METHODS, NAMEGEN_SYSTEM, EvalContext
 from toolbank import HashEmbedder, ToolBank
 

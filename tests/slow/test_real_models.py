@@ -10,7 +10,7 @@ from autotool import Policy, select_tool
 from autotool.backbone import SPECIAL_TOKENS, default_backbone_folder, load_backbone
 from autotool.prompts import prompt
 from autotool.select import SHIPPED_POLICY
-from eval.benchmarks import load_benchmark, make_split, select_queries
+from autotool.benchmarks import load_benchmark, make_split, select_queries
 from eval.metrics import hit_at_k
 from toolbank import DEFAULT_EMBEDDER, ToolBank
 

@@ -118,15 +118,21 @@ def serve_argv(bank: ToolBank, *flags: str) -> list[str]:
     return [sys.executable, "-m", "toolbank", "--bank", str(bank.path), "serve", *flags]
 
 
+def autotool_serve_argv(bank: ToolBank, *flags: str) -> list[str]:
+    """`autotool serve`: the same server plus the policy's select_tool."""
+    return [sys.executable, "-m", "autotool", "serve", "--bank", str(bank.path), *flags]
+
+
 async def _result(client: Client, name: str, arguments: dict) -> dict:
     result = await client.call_tool(name, arguments)
     assert not result.is_error, result.content
     return result.structured_content
 
 
-async def _check_session(client: Client, bank: ToolBank, writable: bool) -> None:
+async def _check_session(client: Client, bank: ToolBank, writable: bool, selects: bool = False) -> None:
     listed = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(listed) == {"search_tools", "select_tool", "list_namespaces"} | ({"add_tool"} if writable else set())
+    assert set(listed) == ({"search_tools", "list_namespaces"} | ({"select_tool"} if selects else set())
+                           | ({"add_tool"} if writable else set()))
     assert "query" in listed["search_tools"].input_schema["properties"]
 
     for mode in ("hybrid", "dense", "bm25"):
@@ -169,12 +175,14 @@ def _stdio(argv: list[str]) -> StdioServerParameters:
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env)
 
 
+@pytest.mark.parametrize("selects", [False, True], ids=["toolbank-serve", "autotool-serve"])
 @pytest.mark.parametrize("writable", [False, True], ids=["read-only", "allow-write"])
-def test_serve_over_stdio(served_bank, writable):
+def test_serve_over_stdio(served_bank, writable, selects):
     async def session():
         flags = ["--allow-write"] if writable else []
-        async with Client(_stdio(serve_argv(served_bank, *flags)), read_timeout_seconds=60) as client:
-            await _check_session(client, served_bank, writable)
+        argv = (autotool_serve_argv if selects else serve_argv)(served_bank, *flags)
+        async with Client(_stdio(argv), read_timeout_seconds=60) as client:
+            await _check_session(client, served_bank, writable, selects)
 
     anyio.run(session)
     if writable:  # written through the server, seen by another process
@@ -223,7 +231,7 @@ def test_select_tool_over_stdio(served_bank, tmp_path):
     Policy.create(served_bank, backbone=ASSETS / "tiny-llama").save(tmp_path / "policy")
 
     async def session():
-        argv = serve_argv(served_bank, "--policy", str(tmp_path / "policy"))
+        argv = autotool_serve_argv(served_bank, "--policy", str(tmp_path / "policy"))
         async with Client(_stdio(argv), read_timeout_seconds=120) as client:
             answer = await _result(client, "select_tool", {"query": "what is the weather in Oslo", "k": 3,
                                                            "mode": "fast", "arguments": False})

@@ -7,8 +7,8 @@ from helpers import ASSETS, write_bench
 
 from autotool import Policy
 from autotool.rollout import ToolTable
-from eval.benchmarks import load_benchmark
-from eval.harness import eval_bank
+from autotool.benchmarks import load_benchmark
+from autotool.benchmarks import benchmark_bank
 from training import calibrate
 from training.calibrate import ValSteps, grid_hits
 
@@ -77,7 +77,7 @@ def test_tools_called_at_earlier_steps_are_not_chosen_again():
 
 def test_cli_writes_b_and_g_into_the_policy(tmp_path):
     bench = write_bench(tmp_path / "tiny")
-    bank = eval_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
+    bank = benchmark_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
     policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
     policy.save(tmp_path / "policy")
     out = tmp_path / "calibration"
@@ -99,7 +99,7 @@ def test_cli_writes_b_and_g_into_the_policy(tmp_path):
 
 def test_cli_rejects_bad_arguments_before_any_work(tmp_path, capsys):
     bench = write_bench(tmp_path / "tiny")
-    bank = eval_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
+    bank = benchmark_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
     Policy.create(bank, backbone=ASSETS / "tiny-llama").save(tmp_path / "policy")
     before = (tmp_path / "policy" / "anchor_head.safetensors").read_bytes()
     for argv, says in [([str(tmp_path / "nothing")], "not a policy folder"),

@@ -4,7 +4,7 @@ import json
 
 from helpers import write_bench
 
-from eval.benchmarks import load_benchmark
+from autotool.benchmarks import load_benchmark
 from training.diagnostics import compare_rationales
 
 
@@ -34,10 +34,10 @@ def test_the_lexical_prior_is_added_to_the_cosine(tmp_path):
     import torch
 
     from autotool.rollout import ToolTable
-    from eval.harness import eval_bank
+    from autotool.benchmarks import benchmark_bank
 
     bench = load_benchmark(write_bench(tmp_path / "tiny"))
-    table = ToolTable.from_bank(eval_bank(bench, "hash:64", root=tmp_path / "banks"))
+    table = ToolTable.from_bank(benchmark_bank(bench, "hash:64", root=tmp_path / "banks"))
     rows = [{"query": t.text, "gold": t.name, "rationale": ""} for t in table.tools]  # each query is its tool's text
     table.vectors = torch.nn.functional.normalize(torch.ones_like(table.vectors), dim=-1)  # dense cannot tell them apart
     assert compare_rationales.hits(table, rows, b=0.0).mean() < 0.5  # every tie goes to the first tool

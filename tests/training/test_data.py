@@ -3,7 +3,7 @@ import json
 import pytest
 
 from autotool.prompts import call_text
-from eval.benchmarks import load_benchmark, load_split, make_split
+from autotool.benchmarks import load_benchmark, load_split, make_split
 from toolbank import Tool
 from training.data import (DataError, build_trajectories, check_no_unseen, examples, names_tool, rationale_for,
                            read_jsonl, write_jsonl)

@@ -8,8 +8,8 @@ import torch
 from helpers import ASSETS
 
 from autotool import Policy
-from eval.benchmarks import load_benchmark
-from eval.harness import eval_bank
+from autotool.benchmarks import load_benchmark
+from autotool.benchmarks import benchmark_bank
 from training import loop, phase1, phase2
 
 TINY = ASSETS / "tiny-llama"
@@ -86,7 +86,7 @@ def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder
     assert any(not torch.equal(initial[k], sft[k]) for k in initial if "lora_B" in k)
     assert any(not torch.equal(initial[k], sft[k]) for k in initial if "trainable_tokens" in k)
     assert initial_head["W.weight"].abs().sum() == 0 < sft_head["W.weight"].abs().sum()
-    bank = eval_bank(load_benchmark(bench_folder), "hash:64")
+    bank = benchmark_bank(load_benchmark(bench_folder), "hash:64")
     policy = Policy.load(phase1_run / "policy-grpo", bank)  # what select_tool and the harness load
     assert policy.trained and policy.head.uses_hidden
 

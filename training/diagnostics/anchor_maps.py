@@ -16,8 +16,8 @@ import argparse
 import numpy as np
 import torch
 
-from eval.benchmarks import load_benchmark, load_split, select_queries, steps_of
-from eval.harness import eval_bank
+from autotool.benchmarks import load_benchmark, load_split, select_queries, steps_of
+from autotool.benchmarks import benchmark_bank
 from autotool.rollout import ToolTable, embed
 
 
@@ -65,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     bench = load_benchmark(args.bench)
     split = load_split(bench, 0)
-    table = ToolTable.from_bank(eval_bank(bench))
+    table = ToolTable.from_bank(benchmark_bank(bench))
     train, val = features(args.bench, "train", table, bench, split), features(args.bench, "val", table, bench, split)
     tools = table.vectors
     train_tools = sorted({int(t) for t in train[1]})

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from autotool.rollout import ToolTable, embed
-from eval.benchmarks import load_benchmark
-from eval.harness import eval_bank
+from autotool.benchmarks import load_benchmark
+from autotool.benchmarks import benchmark_bank
 from eval.metrics import paired_bootstrap
 from training import calibrate
 from training.calibrate import ValSteps
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         if [r["query"] for r in before] != [r["query"] for r in after]:
             print(f"error: {args.before} and {args.after} hold different {bench.name} queries", file=sys.stderr)
             return 2
-        table = ToolTable.from_bank(eval_bank(bench, args.embedder))
+        table = ToolTable.from_bank(benchmark_bank(bench, args.embedder))
         h0, h1 = hits(table, before, args.b, args.lexical), hits(table, after, args.b, args.lexical)
         d = paired_bootstrap(h1, h0)
         print(f"| {bench.name} | {len(h0)} | {h0.mean():.3f} | {h1.mean():.3f} | "

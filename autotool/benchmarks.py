@@ -13,7 +13,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolbank import Tool, ToolError, load_file
+from toolbank import Tool, ToolBank, ToolError, atomic_write, autotool_home, load_file
 
 DATA = Path(__file__).parent / "data"
 VENDORED = ("metatool", "seal_tools")
@@ -173,11 +173,9 @@ def load_split(bench: Benchmark, seed: int = 0) -> Split:
         return split
     split = make_split(bench, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"version": SPLIT_VERSION, "bench": split.bench, "seed": seed,
-                               "tools_digest": _tools_digest(bench), "tools": split.tools,
-                               "queries": split.queries}, indent=1) + "\n")
-    tmp.replace(path)
+    atomic_write(path, json.dumps({"version": SPLIT_VERSION, "bench": split.bench, "seed": seed,
+                                   "tools_digest": _tools_digest(bench), "tools": split.tools,
+                                   "queries": split.queries}, indent=1) + "\n")
     return split
 
 
@@ -194,3 +192,34 @@ def select_queries(bench: Benchmark, split: Split, name: str, limit: int | None 
         keep = set(random.Random(seed).sample(range(len(queries)), limit))
         queries = [q for i, q in enumerate(queries) if i in keep]
     return queries
+
+
+def benchmark_bank(bench: Benchmark, embedder: str = "default", root: Path | None = None) -> ToolBank:
+    """A bank holding the whole catalog of `bench`, cached under `$AUTOTOOL_HOME/eval/banks/`.
+
+    Unseen tools compete with seen ones: every tool of the benchmark is in it. Reused across runs; only
+    new or changed tool texts are embedded.
+    """
+    from toolbank import load_embedder
+
+    model = load_embedder(embedder)
+    slug = hashlib.sha1(f"{bench.folder.resolve()}|{model.id}".encode()).hexdigest()[:8]
+    path = (root or autotool_home() / "eval" / "banks") / f"{bench.name}-{slug}"
+    bank = ToolBank.open(path, embedder=model)
+    bank.add(bench.tools, replace=True, progress=True)
+    extra = set(t.name for t in bank) - set(bench.tool_names)
+    if extra:
+        bank.remove(sorted(extra))
+    return bank
+
+
+def step_input(bank: ToolBank, step: Step):
+    """The step as the policy reads it: the request, the earlier steps' texts (gold calls when known) and the
+    tools they called, which it may not choose again."""
+    from autotool.prompts import StepRecord, history
+    from autotool.rollout import StepInput
+
+    earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
+    if not step.query.calls:
+        earlier = [StepRecord("", name, {}) for name in step.context]
+    return StepInput(step.query.text, history(earlier, bank.get), step.context)

@@ -1,6 +1,6 @@
-"""Copy the normalised benchmarks from ../shared/data into eval/data, making tool names valid tool-bank names.
+"""Copy the normalised benchmarks from ../shared/data into autotool/data, making tool names valid tool-bank names.
 
-    python eval/data/vendor.py ../shared/data
+    python autotool/data/vendor.py ../shared/data
 
 Two upstream names break the tool-name rule (letters, digits, `_ - .`): MetaTool's `PDF&URLTool` and
 Seal-Tools' `requestFirst Aid Assistance`. Each invalid character becomes `_`, in tools.jsonl and in every

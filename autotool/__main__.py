@@ -1,0 +1,5 @@
+"""`python -m autotool`: the `autotool` command."""
+
+from autotool.cli import main
+
+main()

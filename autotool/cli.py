@@ -1,0 +1,126 @@
+"""`autotool`: the policy's choice from the command line, and over MCP.
+
+    autotool select "Will it rain in Paris tomorrow?" -k 3 --mode fast
+    autotool serve --bank ./bank --transport http --port 8000
+
+The bank is `--bank PATH`, else `$AUTOTOOL_BANK`, else `$AUTOTOOL_HOME/bank` (default ~/.cache/autotool).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import click
+
+MODES = ("reason", "fast")  # autotool.select.MODES, repeated so --help needs no torch import
+
+
+def _user_errors(fn):
+    """The library's input errors (all ValueErrors, KeyError for an unknown name) as a message and exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ValueError as e:
+            raise click.ClickException(str(e)) from None
+        except KeyError as e:
+            raise click.ClickException(str(e.args[0])) from None
+
+    return wrapper
+
+
+def _bank(path: str | None):
+    from toolbank import ToolBank, default_bank_path
+
+    return ToolBank.load(path or default_bank_path())
+
+
+def _policy(path: str | None, bank):
+    from autotool.policy import Policy
+    from autotool.select import default_policy
+
+    return Policy.load(path, bank) if path else default_policy(bank)
+
+
+bank_option = click.option("--bank", type=click.Path(file_okay=False), envvar="AUTOTOOL_BANK",
+                           help="Bank folder. Default: $AUTOTOOL_BANK, else $AUTOTOOL_HOME/bank.")
+policy_option = click.option("--policy", "policy_path", type=click.Path(file_okay=False, exists=True),
+                             help="Policy folder (default: $AUTOTOOL_HOME/policy, else the shipped policy).")
+
+
+@click.group()
+def main() -> None:
+    """Choose the tool for a request with the autotool policy, say why, and fill its arguments."""
+
+
+@main.command()
+@click.argument("query")
+@click.option("-k", default=5, show_default=True, help="How many candidates to list.")
+@click.option("--mode", type=click.Choice(MODES), default="reason", show_default=True,
+              help="reason: write a rationale first (seconds on a CPU); fast: no rationale.")
+@click.option("--args/--no-args", "arguments", default=False, show_default=True,
+              help="Also fill the chosen tool's arguments (a few seconds more on a CPU).")
+@click.option("--namespace", help="Only tools in this namespace.")
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
+@bank_option
+@policy_option
+@_user_errors
+def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
+    """Choose the tool for QUERY."""
+    from autotool.select import ArgumentError, select_tool
+
+    tool_bank = _bank(bank)
+    error = None
+    try:
+        selection = select_tool(query, bank=tool_bank, policy=_policy(policy_path, tool_bank), k=k, mode=mode,
+                                arguments=arguments, namespace=namespace)
+    except ArgumentError as e:
+        selection, error = e.selection, e
+    if as_json:
+        out = {"tool": selection.tool.name, "probability": selection.probability, "rationale": selection.rationale,
+               "arguments": selection.arguments,
+               "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates]}
+        if error is not None:
+            out["argument_error"] = str(error)
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"{selection.tool.name}  (p={selection.probability:.3f})")
+    if selection.rationale:
+        click.echo(f"  why: {selection.rationale}")
+    if selection.arguments is not None:
+        click.echo(f"  arguments: {json.dumps(selection.arguments, ensure_ascii=False)}")
+    if error is not None:
+        click.echo(f"  arguments: none valid ({error})")
+    for rank, (tool, probability) in enumerate(selection.candidates, 1):
+        click.echo(f"{rank:>4}. {probability:.3f}  {tool.name}")
+
+
+@main.command()
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
+              help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: the address to bind (loopback only by default).")
+@click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
+@click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
+@bank_option
+@policy_option
+@_user_errors
+def serve(transport, host, port, allow_write, bank, policy_path):
+    """Serve the bank to agents over MCP: search_tools, select_tool, list_namespaces (and add_tool).
+
+    \b
+    autotool serve --bank ./bank                          # for an MCP client that starts it
+    autotool serve --bank ./bank --transport http --port 8000
+    """
+    from autotool.serve import build_server
+    from toolbank.cli import announce_serving
+    from toolbank.serve import run
+
+    tool_bank = _bank(bank)
+    announce_serving(tool_bank, transport, host, port, allow_write)
+    run(build_server(tool_bank, allow_write=allow_write, policy_path=policy_path), transport, host=host, port=port)
+
+
+if __name__ == "__main__":
+    main()

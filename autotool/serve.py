@@ -1,0 +1,63 @@
+"""The MCP server of `autotool serve`: the tool bank's search (toolbank/serve.py) plus the policy's choice.
+
+    autotool serve --bank PATH                                # stdio, read-only
+    autotool serve --bank PATH --transport http --port 8000   # streamable HTTP on 127.0.0.1:8000/mcp
+
+Tools it exposes: `search_tools`, `select_tool`, `list_namespaces`, and `add_tool` with `allow_write=True`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from toolbank import ToolBank
+from toolbank.serve import Guard, tool_json
+from toolbank.serve import build_server as build_search_server
+
+INSTRUCTIONS = ("Find the right tool for a task among the tools of this bank. `search_tools` ranks tools for a "
+                "request (hybrid: BM25 and embeddings); `select_tool` asks the autotool policy to choose one, "
+                "say why and fill its arguments. Both return each tool's JSON Schema.")
+
+
+def build_server(bank: ToolBank, *, allow_write: bool = False, policy_path: str | Path | None = None) -> MCPServer:
+    """The MCP server for `bank`, with `select_tool` (policy: `policy_path`, else the default policy; loaded on
+    the first call, as it takes seconds)."""
+    guarded = Guard()
+    server = build_search_server(bank, allow_write=allow_write, guarded=guarded, name="autotool",
+                                 instructions=INSTRUCTIONS)
+    policy: list = []
+
+    @server.tool()
+    def select_tool(query: str, k: int = 5, mode: str = "reason", arguments: bool = True,
+                    namespace: str | None = None) -> dict[str, Any]:
+        """Let the autotool policy choose the tool for a request, say why, and fill its arguments.
+
+        mode: reason (writes a rationale first) or fast (no rationale). arguments=false skips filling them
+        (then fast mode is one forward pass). On a CPU, reason mode with arguments takes seconds.
+        Returns {tool, probability, rationale, arguments, candidates: [{name, probability}, ...]}.
+        """
+        from autotool.policy import Policy
+        from autotool.select import ArgumentError, default_policy
+        from autotool.select import select_tool as choose
+
+        def run():
+            if not policy:
+                policy.append(Policy.load(policy_path, bank) if policy_path else default_policy(bank))
+            try:
+                selection, error = choose(query, bank=bank, policy=policy[0], k=k, mode=mode,
+                                          arguments=arguments, namespace=namespace), None
+            except ArgumentError as e:
+                selection, error = e.selection, e
+            out = {"tool": tool_json(selection.tool), "probability": selection.probability,
+                   "rationale": selection.rationale, "arguments": selection.arguments,
+                   "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates]}
+            if error is not None:
+                out["argument_error"], out["raw_call"] = str(error), error.raw
+            return out
+
+        return guarded(run)
+
+    return server
