@@ -36,13 +36,13 @@ bench: setup  ## speed and recall of the tool bank (takes a while; run alone)
 	$(PY) bench/bench_toolbank.py
 
 train-metatool: setup  ## Phase I, Phase II and the equal-compute ablation on MetaTool, evaluated (about 2 h on 2 cores)
-	sh training/train_metatool.sh
+	sh experiments/2026-11-29-ablation-metatool/train.sh
 
 train-default: setup  ## train the shipped default policy (autotool/default_policy/; about 3 h on 2 cores)
-	@start=$$(date +%s); sh training/train_default.sh; echo "train-default: $$(( $$(date +%s) - start )) s wall time"
+	@start=$$(date +%s); sh experiments/2026-11-29-train-default/train.sh; echo "train-default: $$(( $$(date +%s) - start )) s wall time"
 
-eval-default: setup  ## the shipped policy against bm25, dense, hybrid and namegen on both benchmarks (eval/results/)
-	sh eval/eval_default.sh
+eval-default: setup  ## the shipped policy against bm25, dense, hybrid and namegen on both benchmarks (experiments/)
+	sh experiments/2026-11-29-eval-default/eval.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -18,7 +18,7 @@ from autotool.select import default_policy
 from toolbank import Tool, ToolBank, default_bank_path, load_file
 
 CATALOGS = Path(__file__).parent / "autotool" / "data"
-RESULTS = Path(__file__).parent / "eval" / "results"
+RESULTS = Path(__file__).parent / "experiments"
 QUERIES = [
     "Will the air be clean enough to go running tomorrow? My zip code is 94110.",
     "Find peer-reviewed papers about protein folding",
@@ -86,15 +86,16 @@ def main() -> None:
     print_results()
 
 
-# The committed evaluations of the shipped policy (eval/eval_default.sh, CPU) on unseen-test samples that no
-# earlier run had evaluated a policy on; in these runs the shipped policy is method `shipped`.
-RESULT_FOLDERS = {"metatool": "metatool-phase2-unseen", "seal_tools": "seal_tools-phase2-unseen"}
+# The committed evaluations of the shipped policy (experiments/2026-11-29-eval-default/eval.sh, CPU) on
+# unseen-test samples that no earlier run had evaluated a policy on; in these runs the shipped policy is method
+# `shipped`.
+RESULT_FOLDERS = {"metatool": "2026-11-30-metatool-phase2-unseen", "seal_tools": "2026-11-30-seal_tools-phase2-unseen"}
 SHOWN = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid", "shipped": "policy"}
 
 
 def print_results() -> None:
     """The committed evaluation of the shipped policy, hit@1 on unseen tools."""
-    print("How it compares on tools it never saw (hit@1, unseen-test; committed results in eval/results/, "
+    print("How it compares on tools it never saw (hit@1, unseen-test; committed results in experiments/, "
           "not recomputed here):")
     for bench, folder in RESULT_FOLDERS.items():
         path = RESULTS / folder / "results.json"

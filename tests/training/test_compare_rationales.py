@@ -1,11 +1,17 @@
-"""Paired val comparison of two policies' rationales."""
+"""Paired val comparison of two policies' rationales (the script in experiments/2026-11-29-diagnostics/)."""
 
+import importlib.util
 import json
+from pathlib import Path
 
 from helpers import write_bench
 
 from autotool.benchmarks import load_benchmark
-from training.diagnostics import compare_rationales
+
+SCRIPT = Path(__file__).parents[2] / "experiments" / "2026-11-29-diagnostics" / "compare_rationales.py"
+_spec = importlib.util.spec_from_file_location("compare_rationales", SCRIPT)
+compare_rationales = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare_rationales)
 
 
 def write(folder, bench, rows):

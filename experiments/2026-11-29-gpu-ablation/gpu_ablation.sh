@@ -9,13 +9,15 @@
 #
 # Each policy: SFT on MetaTool's train split, then on Seal-Tools' (seed 0 splits; no test query is read).
 # A training run that outlives its time guard is evaluated from its newest checkpoint. Each (benchmark,
-# split) is its own eval run, so a run cut short keeps what finished. Results: $RESULTS/<bench>-<split>/.
+# split) is its own eval run, so a run cut short keeps what finished. Results: $RESULTS/<bench>-<split>/
+# (the committed ones of the 2026-11-29 lease are experiments/2026-11-29-gpu-ablation-*; README.md here).
 #
-#   RESULTS=eval/results/ablation sh training/gpu_ablation.sh
+#   sh experiments/2026-11-29-gpu-ablation/gpu_ablation.sh     # or RESULTS=/some/folder sh ...
 set -u
+cd "$(dirname "$0")/../.." || exit 1
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs/ablation}
-RESULTS=${RESULTS:-eval/results/ablation}
+RESULTS=${RESULTS:-experiments/2026-11-29-gpu-ablation/eval}
 META_STEPS=${META_STEPS:-300}     # SFT steps x 8 on MetaTool train
 SEAL_STEPS=${SEAL_STEPS:-100}     # then SFT steps x 8 on Seal-Tools train
 TRAIN_S=${TRAIN_S:-100}           # time guard of each training run, seconds

@@ -9,6 +9,7 @@
 # About 3 h on 2 CPU cores (`make train-default` prints the wall time); each calibration writes the
 # policy's rationales for every val step, about 28 min.
 set -eu
+cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
 RUNS=${RUNS:-runs}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
@@ -20,17 +21,17 @@ $PY -m training.phase1 --config training/configs/phase1-default.yaml --benchmark
 $PY -m training.ship $RUNS/default-seal_tools/policy-sft autotool/default_policy \
     --command "make train-default" --data "$DATA"
 $PY -m training.calibrate autotool/default_policy --bench metatool,seal_tools --limit 400 --no-lexical \
-    --out training/results/calibrate --write
+    --out experiments/2026-11-29-calibrate --write
 $PY -m training.phase1 --config training/configs/phase1-grpo-default.yaml --out $RUNS/default-grpo
 $PY -m training.ship $RUNS/default-grpo/policy-grpo autotool/default_policy --command "make train-default" \
     --data "$DATA; b and g fitted on val; then metatool train (seed 0), 36 GRPO steps x 4 queries x 4 rollouts (head fixed)"
 $PY -m training.calibrate autotool/default_policy --bench metatool,seal_tools --limit 400 \
-    --out training/results/calibrate-lexical --write
+    --out experiments/2026-11-30-calibrate-lexical --write
 $PY -m training.phase2 --config training/configs/phase2-default.yaml --out $RUNS/default-rank-metatool
 $PY -m training.phase2 --config training/configs/phase2-default.yaml --benchmark seal_tools --call_tokens 64 \
     --init $RUNS/default-rank-metatool/policy-rank --out $RUNS/default-rank-seal_tools
 $PY -m training.calibrate $RUNS/default-rank-seal_tools/policy-rank --bench metatool,seal_tools --limit 400 \
-    --out training/results/calibrate-rank --write
+    --out experiments/2026-11-30-calibrate-rank --write
 $PY -m training.ship $RUNS/default-rank-seal_tools/policy-rank autotool/default_policy --unless-worse-on-val \
     --command "make train-default" --data "$DATA; b and g fitted on val; then metatool train (seed 0), 36 GRPO steps \
 x 4 queries x 4 rollouts (head fixed); then Phase II (head fixed): metatool train, 16 steps x 2 queries x 8 rollouts, \

@@ -1,6 +1,6 @@
 """Can a map learned on the train tools' queries move the anchor closer to unseen tools? (MetaTool, seed 0)
 
-    python -m training.diagnostics.anchor_maps [--bench metatool]
+    python experiments/2026-11-29-diagnostics/anchor_maps.py [--bench metatool]
 
 Fits maps on E(query) of the train split (the softmax over the train tools, as the SFT selection term) and
 reports hit@1 on the val split (val tools, never trained on; the whole catalog as candidates) after each

@@ -1,6 +1,7 @@
 """Do one policy's rationales select better than another's? Paired, on the same val queries.
 
-    python -m training.diagnostics.compare_rationales BEFORE AFTER [--bench metatool,seal_tools] [--b 0.75] [--lexical 0]
+    python experiments/2026-11-29-diagnostics/compare_rationales.py BEFORE AFTER \
+        [--bench metatool,seal_tools] [--b 0.75] [--lexical 0]
 
 BEFORE and AFTER are `training.calibrate --out` folders (their `rationales-BENCH.jsonl`, written for the
 same seeded sample of val queries). For the first step of each query, the anchor `normalize(E(query) + b E(rationale))` is
@@ -22,7 +23,7 @@ import torch
 from autotool.rollout import ToolTable, embed
 from autotool.benchmarks import load_benchmark
 from autotool.benchmarks import benchmark_bank
-from eval.metrics import paired_bootstrap
+from autotool.metrics import paired_bootstrap
 from training import calibrate
 from training.calibrate import ValSteps
 

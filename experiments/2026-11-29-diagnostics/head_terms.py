@@ -1,6 +1,6 @@
 """Which terms of a trained anchor head help on tools it never trained on? (val split; no test split read)
 
-    python -m training.diagnostics.head_terms POLICY [--bench metatool] [--limit 80]
+    python experiments/2026-11-29-diagnostics/head_terms.py POLICY [--bench metatool] [--limit 80]
 
 Writes the policy's own greedy rationale for each val query, then scores hit@1 (whole catalog) of the
 anchor built from subsets of its terms: E(query) alone (dense retrieval), E(rationale) alone, W h alone,

@@ -1,6 +1,6 @@
 """Stage differences on MetaTool, each sample and combined by inverse variance (README.md here).
 
-    python training/results/phase1-stages-seen3/combine.py [seen-test] [unseen-test]
+    python experiments/2026-11-30-phase1-stages-seen3/combine.py [seen-test] [unseen-test]
 
 Reads the paired hit@1 differences of the three disjoint stage samples from their results.json (the first two
 runs' steps.csv are not kept), takes each standard error as the 95% interval's width over 3.92, and prints each
@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1]
-SAMPLES = ["phase1-stages", "phase1-stages-disjoint", "phase1-stages-seen3"]
+RESULTS = Path(__file__).resolve().parents[1]  # experiments/
+SAMPLES = ["2026-11-30-phase1-stages", "2026-11-30-phase1-stages-disjoint", "2026-11-30-phase1-stages-seen3"]
 RENAMED = {"grpo": "shipped"}  # the name of the after-GRPO policy in the first two samples
 
 

@@ -1,11 +1,12 @@
 """Pool the three Seal-Tools unseen-test stage samples: after GRPO minus untrained, hit@1, one query-clustered
 paired bootstrap over all their steps (the plan in README.md, fixed before the third sample ran).
 
-    python training/results/phase1-stages-seal_tools-unseen3/pool.py            # reads hits.csv beside it
-    python training/results/phase1-stages-seal_tools-unseen3/pool.py --extract  # writes hits.csv from the runs' steps.csv
+    python experiments/2026-11-30-phase1-stages-seal_tools-unseen3/pool.py            # reads hits.csv beside it
+    python experiments/2026-11-30-phase1-stages-seal_tools-unseen3/pool.py --extract  # writes it from steps.csv
 
 `hits.csv` (committed; the runs' `steps.csv` are not) holds each unseen-test step's hit@1 of the untrained
 backbone, the Phase I policy (after GRPO; `shipped` in the first two runs, `grpo` in the third) and BM25.
+Its `sample` column names each run by its folder's name without the date (experiments/2026-11-30-<sample>/).
 """
 
 import csv
@@ -13,16 +14,17 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE.parent
+RESULTS = HERE.parent  # experiments/
 SAMPLES = {"phase1-stages-seal_tools": "shipped", "phase1-stages-seal_tools-unseen": "shipped",
            "phase1-stages-seal_tools-unseen3": "grpo"}
+DATED = "2026-11-30-"  # the three folders' date prefix
 
 
 def extract() -> None:
     rows = []
     for sample, trained in SAMPLES.items():
         hits = {}
-        with open(RESULTS / sample / "steps.csv") as f:
+        with open(RESULTS / (DATED + sample) / "steps.csv") as f:
             for r in csv.DictReader(f):
                 if r["split"] == "unseen-test" and r["metric"] == "hit@1":
                     hits.setdefault(r["step"], {})[r["method"]] = r["value"]
@@ -35,8 +37,8 @@ def extract() -> None:
 
 
 def main() -> None:
-    sys.path.insert(0, str(RESULTS.parent.parent))
-    from eval.metrics import paired_bootstrap
+    sys.path.insert(0, str(RESULTS.parent))
+    from autotool.metrics import paired_bootstrap
 
     if "--extract" in sys.argv:
         extract()
