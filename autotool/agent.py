@@ -82,7 +82,7 @@ class Agent:
             trajectory.steps.append((selection, observation))
             records.append(StepRecord(selection.rationale, selection.tool.name, selection.arguments or {}, observation))
             text = prompt(policy.tokenizer, query, history(records, self.bank.get))[: -len("<think>")]
-            following = policy.generate(text, 48, ["</answer>"])
+            following = policy.generate(text, 48, "</answer>")
             if not following.lstrip().startswith("<think>"):
                 trajectory.answer = following.replace("<answer>", "").strip()
                 break

@@ -6,18 +6,17 @@ unit embeddings after a few steps), E the bank's embedder; W starts at zero, a a
 policy selects exactly like dense retrieval on the query. Pure form (`e' = normalize(W h)`, as in AutoTool):
 `anchor="pure"`.
 
-Selection: `p(t_k | e') = softmax_k(-g ||e' - e_k||^2)`; for unit vectors that is a softmax of `2 g e'.e_k`,
-computed over the FAISS top-K candidates (the whole bank when it has at most K tools). A calibrated head
-may add a lexical prior: `softmax_k(2 g (e'.e_k + l * bm25_k))`, bm25_k the BM25 score of the query against
-tool k divided by the best one's (so in [0, 1]). A step after earlier calls weighs it with its own `l_later`:
-there the request names every call, and which of its parts are left is what the earlier steps settle. Both
-are 0 unless `training.calibrate` fits them on val, so the design's distribution is the default. The
-candidates are then the dense top-K and the BM25 top-K together.
+Selection: `p(t_k | e') = softmax_k(2 g (e'.e_k + l * bm25_k))` (autotool/selection.py, where the
+candidates are chosen). The lexical weights l (a first step) and `l_later` (a step after earlier calls: there
+the request names every call, and which of its parts are left is what the earlier steps settle) are 0 unless
+`training.calibrate` fits them on val, so the design's distribution is the default.
 
 A saved policy is a folder:
 ```
 policy/  manifest.json {format_version, backbone, embedder, dim, anchor, ...}  adapter/  anchor_head.safetensors
 ```
+Format versions: 2 (this one) stores `lexical` and `lexical_later` in the head; version 1 heads have neither
+and load with both at 0.
 """
 
 from __future__ import annotations
@@ -38,9 +37,11 @@ from torch import nn
 
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
 from autotool.prompts import shared_prefix
+from autotool.selection import tool_scores
 from toolbank import Tool, ToolBank, atomic_path
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 ANCHORS = ("residual", "pure")
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 
@@ -97,20 +98,9 @@ class AnchorHead(nn.Module):
 
     def sharpen(self, cosines: torch.Tensor, lexical: torch.Tensor | None = None,
                 later: torch.Tensor | bool | None = None) -> torch.Tensor:
-        """Logits from cosines `e'.e_k` (n_tools,) or (batch, n_tools): `2 g (e'.e_k + l lexical)`, with
+        """Logits from cosines `e'.e_k` (n_tools,) or (batch, n_tools): `2 g tool_scores(...)`, with
         `l_later` in the rows `later` marks (a bool, or one per row); without the prior when `lexical` is None."""
-        if lexical is not None:
-            later = torch.as_tensor(False if later is None else later, device=self.lexical.device)
-            weight = torch.where(later, self.lexical_later, self.lexical)
-            cosines = cosines + (weight[:, None] if weight.dim() else weight).to(cosines) * lexical.to(cosines)
-        return 2.0 * self.log_g.exp() * cosines
-
-
-@dataclass
-class Candidate:
-    tool: Tool
-    probability: float
-    cosine: float
+        return 2.0 * self.log_g.exp() * tool_scores(cosines, lexical, self.lexical, self.lexical_later, later)
 
 
 class Policy:
@@ -175,9 +165,10 @@ class Policy:
             manifest = json.loads((path / "manifest.json").read_text())
         except (OSError, ValueError):
             raise PolicyError(f"{path} is not a policy folder (no readable manifest.json)") from None
-        if manifest.get("format_version") != FORMAT_VERSION:
-            raise PolicyError(f"{path / 'manifest.json'}: field 'format_version' is "
-                              f"{manifest.get('format_version')!r}; this autotool reads version {FORMAT_VERSION}")
+        version = manifest.get("format_version")
+        if version not in READABLE_VERSIONS:
+            raise PolicyError(f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this autotool "
+                              f"reads versions {', '.join(map(str, READABLE_VERSIONS))}")
         if bank is not None and (manifest["embedder"], manifest["dim"]) != (bank.embedder_id, bank.dim):
             raise PolicyError(f"policy {path} was trained on embeddings of {manifest['embedder']} (dim "
                               f"{manifest['dim']}), but bank {bank.path} uses {bank.embedder_id} (dim {bank.dim})")
@@ -188,8 +179,11 @@ class Policy:
         model.eval()
         head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
         state = load_file(path / "anchor_head.safetensors")
-        state.setdefault("lexical", torch.tensor(0.0))  # heads saved before the lexical prior existed
-        state.setdefault("lexical_later", state["lexical"])  # ... or before l_later: one weight for every step
+        if version == 1:  # written before the lexical prior existed
+            state |= {"lexical": torch.tensor(0.0), "lexical_later": torch.tensor(0.0)}
+        missing = sorted(set(head.state_dict()) - set(state))
+        if missing:
+            raise PolicyError(f"{path / 'anchor_head.safetensors'} lacks {', '.join(missing)} (format version {version})")
         head.load_state_dict(state)
         info = {k: v for k, v in manifest.items()
                 if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")}
@@ -227,7 +221,7 @@ class Policy:
         frozen one keeps them folded (folding and unfolding cost ~0.2 s a call on a laptop CPU).
         """
         model = self.model
-        if not hasattr(model, "merge_adapter") or self.adapters_merged:
+        if self.adapters_merged:
             yield
             return
         with torch.no_grad():
@@ -241,16 +235,16 @@ class Policy:
             with torch.no_grad():
                 model.unmerge_adapter()
 
-    def _cache_arg(self, cache) -> dict:
+    def cache_kwargs(self, cache) -> dict:
         """`{keyword: cache}` for the backbone's forward and generate; empty for no cache."""
         return {} if cache is None else {cache_keyword(self.model.get_base_model()): cache}
 
-    def _cache_for(self, ids: torch.Tensor):
+    def prefix_cache(self, ids: torch.Tensor):
         """A copy of the KV cache of the prompts' shared start (system prompt) when `ids` (1, n) begin with it.
 
         Only for a frozen policy with merged adapters, whose keys and values cannot change; else None.
         """
-        if not (self.frozen and (self.adapters_merged or not hasattr(self.model, "merge_adapter"))):
+        if not (self.frozen and self.adapters_merged):
             return None
         if self._prefix_cache is None:
             from transformers import DynamicCache
@@ -258,7 +252,7 @@ class Policy:
             prefix = self.encode(shared_prefix(self.tokenizer)).to(self.device)
             cache = DynamicCache(config=self.model.config)
             with torch.inference_mode():
-                self.model(input_ids=prefix, use_cache=True, logits_to_keep=1, **self._cache_arg(cache))
+                self.model(input_ids=prefix, use_cache=True, logits_to_keep=1, **self.cache_kwargs(cache))
             self._prefix_cache = (prefix[0], cache)
         prefix, cache = self._prefix_cache
         if ids.shape[1] <= len(prefix) or not torch.equal(ids[0, :len(prefix)], prefix):
@@ -274,62 +268,57 @@ class Policy:
         ids, cache = self.encode(text).to(self.device), None
         if self.frozen:  # adapters folded in once, and the system prompt's keys and values reused
             with self.merged():
-                cache = self._cache_for(ids)
+                cache = self.prefix_cache(ids)
         start = 0 if cache is None else cache.get_seq_length()
         out = self.model(input_ids=ids[:, start:], use_cache=cache is not None, output_hidden_states=True,
-                         logits_to_keep=1, **self._cache_arg(cache))
+                         logits_to_keep=1, **self.cache_kwargs(cache))
         return out.hidden_states[-1][0, -1]
 
-    def generate(self, text: str, max_new_tokens: int, stop: Sequence[str], sample: bool = False) -> str:
-        """Continue `text`, stopping after any string in `stop` (not included) or `max_new_tokens`."""
-        ids = self.encode(text).to(self.device)
-        stop_ids = [self.tokenizer.convert_tokens_to_ids(s) for s in stop if s in self.tokenizer.get_vocab()]
+    def generate_ids(self, prompts: Sequence[list[int]], max_new_tokens: int, stop: str, sample: bool = False,
+                     temperature: float = 1.0) -> list[list[int]]:
+        """Continue each prompt (token ids, left-padded into one batch); each result is cut after the special
+        token `stop` (kept) or before eos. A single prompt of a frozen policy reuses the system prompt's cache."""
+        tokenizer, stop_id = self.tokenizer, self.tokenizer.convert_tokens_to_ids(stop)
+        pad, width = tokenizer.pad_token_id, max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=self.device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
+        options = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if sample else dict(do_sample=False)
         with self.merged(), torch.inference_mode():
-            out = self.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                                      do_sample=sample, **self._cache_arg(self._cache_for(ids)),
-                                      eos_token_id=stop_ids + [self.tokenizer.eos_token_id],
-                                      pad_token_id=self.tokenizer.pad_token_id)
-        new = self.tokenizer.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
-        cut = min([new.find(s) for s in stop + [self.tokenizer.eos_token] if s in new] or [len(new)])
-        return new[:cut]
+            cache = self.prefix_cache(ids) if len(prompts) == 1 else None
+            out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                      eos_token_id=[stop_id, tokenizer.eos_token_id], pad_token_id=pad,
+                                      **self.cache_kwargs(cache), **options)
+        results = []
+        for row in out[:, width:].tolist():
+            cut = []
+            for token in row:
+                if token == tokenizer.eos_token_id:
+                    break
+                cut.append(token)
+                if token == stop_id:
+                    break
+            results.append(cut)
+        return results
+
+    def generate(self, text: str, max_new_tokens: int, stop: str, sample: bool = False) -> str:
+        """Continue `text`, stopping after the special token `stop` (not included) or `max_new_tokens`."""
+        (ids,) = self.generate_ids([self.encode(text)[0].tolist()], max_new_tokens, stop, sample)
+        return self.tokenizer.decode(ids, skip_special_tokens=False).removesuffix(stop)
 
     # -- selection ------------------------------------------------------------------------------
-    def anchor(self, bank: ToolBank, query: str, rationale: str = "", hidden: torch.Tensor | None = None) -> np.ndarray:
-        """(dim,) unit anchor vector for one step."""
-        texts = [query] + ([rationale] if rationale.strip() else [])
-        vectors = torch.from_numpy(bank.embedder.encode(texts)).to(self.device)  # (1 or 2, dim)
+    def anchors(self, embedder, queries: Sequence[str], rationales: Sequence[str],
+                hidden: torch.Tensor | None = None) -> torch.Tensor:
+        """(n, dim) unit anchors of n steps from their requests, rationales ("" for none: no rationale term) and
+        (n, hidden) hidden states at `<tool_anchor>` (None while W is zero)."""
+        vectors = embed(embedder, list(queries) + list(rationales)).to(self.device)
         with torch.no_grad():
-            e = self.head(None if hidden is None else hidden[None], vectors[:1],
-                          vectors[1:2] if len(texts) == 2 else None)
-        return e[0].cpu().numpy()
+            return self.head(hidden, vectors[:len(queries)], vectors[len(queries):])
 
-    def candidates(self, bank: ToolBank, anchor: np.ndarray, query: str, top_k: int = 64,
-                   namespace: str | None = None, called: Collection[str] = ()) -> list[Candidate]:
-        """The top-K tools by inner product with `anchor` (and, with a lexical prior, the BM25 top-K) and
-        their selection probabilities, best first. `called`: tools earlier steps of the task called; they are
-        not candidates, and the step weighs the prior with l_later."""
-        called = set(called)
-        dense = [h for h in bank.search(query, k=top_k + len(called), mode="dense", namespace=namespace,
-                                        query_vector=anchor) if h.name not in called][:top_k]
-        tools = {h.name: h.tool for h in dense}
-        cosine = {h.name: h.score for h in dense}
-        lexical: dict[str, float] = {}
-        if self.head.uses_lexical:
-            hits = bank.search(query, k=top_k + len(called), mode="bm25", namespace=namespace)
-            best = hits[0].score if hits else 1.0  # over every tool, called ones too, as in training
-            hits = [h for h in hits if h.name not in called][:top_k]
-            lexical = {h.name: h.score / best for h in hits}
-            tools.update((h.name, h.tool) for h in hits)
-            extra = [h.name for h in hits if h.name not in cosine]  # outside the dense top-K: cosine from the store
-            if extra:
-                cosine.update(zip(extra, (bank.vectors(extra) @ anchor.astype(np.float32)).tolist()))
-        if not tools:
-            return []
-        names = list(tools)
-        cosines = torch.tensor([cosine[n] for n in names])  # (n,)
-        with torch.no_grad():
-            logits = self.head.sharpen(cosines, torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None,
-                                       bool(called))
-            probs = torch.softmax(logits, dim=0)
-        order = torch.argsort(probs, descending=True, stable=True).tolist()
-        return [Candidate(tools[names[i]], float(probs[i]), float(cosines[i])) for i in order]
+
+def embed(embedder, texts: Sequence[str]) -> torch.Tensor:
+    """(n, dim) embeddings of `texts` with a bank's embedder; an empty text embeds as zeros."""
+    out = torch.zeros(len(texts), embedder.dim)
+    present = [i for i, t in enumerate(texts) if t.strip()]
+    if present:
+        out[present] = torch.from_numpy(embedder.encode([texts[i] for i in present]))
+    return out

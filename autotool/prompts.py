@@ -19,6 +19,15 @@ SYSTEM = ("Pick a tool. Write <think>the capability needed</think><tool_anchor>;
 MAX_QUERY_CHARS = 4000
 
 
+@dataclass(frozen=True)
+class TokenBudget:
+    """The most new tokens the policy writes for each part of a step: the rationale, and the call (its
+    arguments after the given `{"name": ..., "arguments":` when serving; the whole call in training rollouts)."""
+
+    rationale: int = 32
+    call: int = 96
+
+
 @dataclass
 class StepRecord:
     """A finished step, given back to the model as context for the next one."""

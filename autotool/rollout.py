@@ -21,56 +21,11 @@ import numpy as np
 import torch
 
 from autotool.calls import CallError, parse_call
-from autotool.policy import Policy
-from autotool.prompts import prompt, tool_card
-from autotool.select import RATIONALE_TOKENS  # one rationale budget for select_tool and rollouts
-from toolbank import Tool, ToolBank
-from toolbank.search import BM25Index
+from autotool.policy import Policy, embed
+from autotool.prompts import TokenBudget, prompt
+from autotool.selection import StepInput, ToolTable, table_logits
 
-CALL_TOKENS = 64
-
-
-@dataclass
-class ToolTable:
-    """The tools a policy chooses among, with their embeddings (the bank's, frozen) and the bank's embedder."""
-
-    tools: list[Tool]
-    vectors: torch.Tensor  # (n, dim), unit rows
-    embedder: object
-
-    @classmethod
-    def from_bank(cls, bank: ToolBank, names: Sequence[str] | None = None) -> "ToolTable":
-        names = sorted(t.name for t in bank) if names is None else list(names)
-        return cls([bank.get(n) for n in names], torch.from_numpy(np.ascontiguousarray(bank.vectors(names))),
-                   bank.embedder)
-
-    def __post_init__(self):
-        self.index = {t.name: i for i, t in enumerate(self.tools)}
-        self.cards = [tool_card(t) for t in self.tools]
-        self._bm25: BM25Index | None = None
-
-    def lexical(self, queries: Sequence[str]) -> torch.Tensor:
-        """(n, n_tools) BM25 score of each query against each tool's text, divided by the query's best (0..1)."""
-        if self._bm25 is None:
-            self._bm25 = BM25Index(list(range(len(self.tools))), [t.text for t in self.tools])
-        out = torch.zeros(len(queries), len(self.tools))
-        for row, query in enumerate(queries):
-            scores = torch.from_numpy(self._bm25.scores(query))
-            if scores.max() > 0:
-                out[row] = scores / scores.max()
-        return out
-
-    def __len__(self) -> int:
-        return len(self.tools)
-
-
-@dataclass
-class StepInput:
-    """Where a step starts: the request, the texts of the earlier steps, and tools it may not choose again."""
-
-    query: str
-    context: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+TRAINING_BUDGET = TokenBudget(call=64)  # a rollout writes the whole call, name included
 
 
 @dataclass
@@ -133,32 +88,6 @@ def _token(policy: Policy, text: str) -> int:
     return policy.tokenizer.convert_tokens_to_ids(text)
 
 
-def generate_batch(policy: Policy, prompts: Sequence[list[int]], max_new_tokens: int, stop: str,
-                   sample: bool, temperature: float = 1.0) -> list[list[int]]:
-    """Continue each prompt (left-padded into one batch); each result is cut after `stop` (kept) or before eos."""
-    tokenizer, stop_id = policy.tokenizer, _token(policy, stop)
-    pad = tokenizer.pad_token_id
-    width = max(len(p) for p in prompts)
-    device = policy.device
-    ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=device)
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
-    options = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if sample else dict(do_sample=False)
-    with policy.merged(), torch.inference_mode():
-        out = policy.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                    eos_token_id=[stop_id, tokenizer.eos_token_id], pad_token_id=pad, **options)
-    results = []
-    for row in out[:, width:].tolist():
-        cut = []
-        for token in row:
-            if token == tokenizer.eos_token_id:
-                break
-            cut.append(token)
-            if token == stop_id:
-                break
-        results.append(cut)
-    return results
-
-
 def _padded(sequences: Sequence[list[int]], pad: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     width = max(len(s) for s in sequences)
     ids = torch.tensor([list(s) + [pad] * (width - len(s)) for s in sequences], device=device)
@@ -166,7 +95,7 @@ def _padded(sequences: Sequence[list[int]], pad: int, device=None) -> tuple[torc
     return ids, mask
 
 
-def _decoder_hidden(policy: Policy, sequences: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def decoder_hidden(policy: Policy, sequences: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """(batch, width, hidden) last-layer states (after the final norm) of right-padded sequences, and the mask."""
     ids, mask = _padded(sequences, policy.tokenizer.pad_token_id, policy.device)
     decoder = policy.model.get_base_model().get_decoder()
@@ -174,17 +103,11 @@ def _decoder_hidden(policy: Policy, sequences: Sequence[list[int]]) -> tuple[tor
 
 
 def selection_logits(policy: Policy, table: ToolTable, hidden: torch.Tensor, rollouts: Sequence[Rollout]) -> torch.Tensor:
-    """(batch, n_tools) logits of p(t | e') for each rollout's anchor; excluded tools at -inf."""
+    """(batch, n_tools) logits of p(t | e') over `table` for each rollout's anchor (from `hidden`, its states at
+    `<tool_anchor>`); excluded tools at -inf."""
     queries = torch.stack([r.query_vector for r in rollouts]).to(hidden.device)
     rationales = torch.stack([r.rationale_vector for r in rollouts]).to(hidden.device)
-    lexical = table.lexical([r.input.query for r in rollouts]) if policy.head.uses_lexical else None
-    later = torch.tensor([bool(r.input.context) for r in rollouts], device=hidden.device)
-    logits = policy.head.logits(policy.head(hidden, queries, rationales), table.vectors.to(hidden.device), lexical, later)
-    for row, r in enumerate(rollouts):
-        for name in r.input.exclude:
-            if name in table.index:
-                logits[row, table.index[name]] = float("-inf")
-    return logits
+    return table_logits(policy.head, table, policy.head(hidden, queries, rationales), [r.input for r in rollouts])
 
 
 def logprobs(policy: Policy, table: ToolTable, rollouts: Sequence[Rollout]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -196,7 +119,7 @@ def logprobs(policy: Policy, table: ToolTable, rollouts: Sequence[Rollout]) -> t
         tool_logp (batch,): log p(tool | e').
     """
     sequences = [r.ids for r in rollouts]
-    hidden, _ = _decoder_hidden(policy, sequences)
+    hidden, _ = decoder_hidden(policy, sequences)
     device = hidden.device
     actions = torch.tensor([r.action_mask + [False] * (hidden.shape[1] - len(r.ids)) for r in rollouts], device=device)
     targets, _ = _padded(sequences, policy.tokenizer.pad_token_id, device)
@@ -214,26 +137,45 @@ def logprobs(policy: Policy, table: ToolTable, rollouts: Sequence[Rollout]) -> t
     return token_logp, predict, tool_logp
 
 
-def embed(table: ToolTable, texts: Sequence[str]) -> torch.Tensor:
-    """(n, dim) embeddings of `texts` with the bank's embedder (an empty text embeds as zeros)."""
-    out = torch.zeros(len(texts), table.vectors.shape[1])
-    present = [i for i, t in enumerate(texts) if t.strip()]
-    if present:
-        out[present] = torch.from_numpy(table.embedder.encode([texts[i] for i in present]))
-    return out
-
-
 def prompt_ids(policy: Policy, step: StepInput) -> list[int]:
     return policy.encode(prompt(policy.tokenizer, step.query, step.context))[0].tolist()
 
 
-def _decode(policy: Policy, ids: list[int]) -> str:
+def decode(policy: Policy, ids: list[int]) -> str:
     return policy.tokenizer.decode(ids, skip_special_tokens=False)
 
 
+def think(policy: Policy, prompts: Sequence[list[int]], mode: str, max_new_tokens: int, sample: bool = False,
+          temperature: float = 1.0) -> tuple[list[list[int]], list[bool], list[str], list[list[int]]]:
+    """The rationale part of each step: what the policy wrote (ending with `</think>` when it closed the
+    thought; `fast` mode closes it at once), whether it closed it, the rationale text, and the prompt up to and
+    including `<tool_anchor>` (a `</think>` inserted where the policy did not write one)."""
+    think_end, anchor_id = _token(policy, "</think>"), _token(policy, "<tool_anchor>")
+    if mode == "reason":
+        written = policy.generate_ids(prompts, max_new_tokens, "</think>", sample, temperature)
+    elif mode == "fast":
+        written = [[think_end] for _ in prompts]
+    else:
+        raise ValueError(f"unknown mode {mode!r}; expected reason or fast")
+    closed = [bool(w) and w[-1] == think_end for w in written]
+    rationales = [decode(policy, w[:-1] if c else w).strip() for w, c in zip(written, closed)]
+    heads = [list(p) + w + ([] if c else [think_end]) + [anchor_id] for p, w, c in zip(prompts, written, closed)]
+    return written, closed, rationales, heads
+
+
+def hidden_at_anchor(policy: Policy, heads: Sequence[list[int]]) -> torch.Tensor | None:
+    """(n, hidden) last-layer states at the last token of each sequence (its `<tool_anchor>`); None while the
+    head's W is zero (the state cannot move the anchor)."""
+    if not policy.head.uses_hidden:
+        return None
+    with torch.inference_mode():
+        hidden, mask = decoder_hidden(policy, heads)
+        return hidden[torch.arange(len(heads), device=hidden.device), mask.sum(1) - 1].float().clone()
+
+
 def rollout(policy: Policy, table: ToolTable, steps: Sequence[StepInput], group: int = 1, sample: bool = True,
-            temperature: float = 1.0, mode: str = "reason", rationale_tokens: int = RATIONALE_TOKENS,
-            call_tokens: int = CALL_TOKENS, keep: int = 10) -> list[list[Rollout]]:
+            temperature: float = 1.0, mode: str = "reason", budget: TokenBudget = TRAINING_BUDGET,
+            keep: int = 10) -> list[list[Rollout]]:
     """Write `group` rollouts for each step: rationale, tool drawn from p(t | e'), call.
 
     Args:
@@ -245,20 +187,14 @@ def rollout(policy: Policy, table: ToolTable, steps: Sequence[StepInput], group:
     think_end, anchor_id = _token(policy, "</think>"), _token(policy, "<tool_anchor>")
     prompts = [prompt_ids(policy, s) for s in steps for _ in range(group)]
     inputs = [s for s in steps for _ in range(group)]
-    if mode == "reason":
-        written = generate_batch(policy, prompts, rationale_tokens, "</think>", sample, temperature)
-    else:
-        written = [[think_end] for _ in prompts]
-    closed = [bool(w) and w[-1] == think_end for w in written]
-    rationales = [_decode(policy, w[:-1] if c else w).strip() for w, c in zip(written, closed)]
-    query_vectors = embed(table, [s.query for s in inputs])
-    rationale_vectors = embed(table, rationales)
-    heads = [p + w + ([] if c else [think_end]) + [anchor_id] for p, w, c in zip(prompts, written, closed)]
+    written, closed, rationales, heads = think(policy, prompts, mode, budget.rationale, sample, temperature)
+    query_vectors = embed(table.embedder, [s.query for s in inputs])
+    rationale_vectors = embed(table.embedder, rationales)
     rollouts = [Rollout(s, p, w, [], [], -1, r, "", c, query_vector=q, rationale_vector=v)
                 for s, p, w, r, c, q, v in zip(inputs, prompts, written, rationales, closed, query_vectors,
                                                 rationale_vectors)]
     with torch.inference_mode():
-        hidden, mask = _decoder_hidden(policy, heads)
+        hidden, mask = decoder_hidden(policy, heads)
         last = hidden[torch.arange(len(heads), device=hidden.device), mask.sum(1) - 1]
         probs = torch.softmax(selection_logits(policy, table, last, rollouts), dim=-1)
     chosen = torch.multinomial(probs, 1)[:, 0] if sample else probs.argmax(dim=-1)
@@ -269,10 +205,10 @@ def rollout(policy: Policy, table: ToolTable, steps: Sequence[StepInput], group:
         r.ranking = [(int(t), float(p)) for t, p in zip(top.indices[i], top.values[i])
                      if table.tools[int(t)].name not in r.input.exclude]
         r.inserted_ids = ([] if r.closed_think else [think_end]) + [anchor_id] + policy.encode(table.cards[r.tool])[0].tolist()
-    calls = generate_batch(policy, [r.prompt_ids + r.rationale_ids + r.inserted_ids for r in rollouts], call_tokens,
+    calls = policy.generate_ids([r.prompt_ids + r.rationale_ids + r.inserted_ids for r in rollouts], budget.call,
                            "</tool_call>", sample, temperature)
     for r, c in zip(rollouts, calls):
-        r.call_ids, r.call_text = c, _decode(policy, c)
+        r.call_ids, r.call_text = c, decode(policy, c)
     return [rollouts[i * group:(i + 1) * group] for i in range(len(steps))]
 
 

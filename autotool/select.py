@@ -9,16 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
 from autotool.calls import parse_arguments, schema_errors
-from autotool.policy import Candidate, Policy
-from autotool.prompts import MAX_QUERY_CHARS, StepRecord, call_prefix, history, prompt, tool_card
+from autotool.policy import Policy
+from autotool.prompts import MAX_QUERY_CHARS, StepRecord, TokenBudget, call_prefix, history, tool_card
+from autotool.rollout import decode, hidden_at_anchor, prompt_ids, think
+from autotool.selection import DEFAULT_TOP_K, StepInput, candidates
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
 
 MODES = ("reason", "fast")
-RATIONALE_TOKENS = 32
-ARGUMENT_TOKENS = 96
 
 
 @dataclass
@@ -29,8 +27,11 @@ class Selection:
         tool: The chosen tool.
         probability: Its probability under the selection distribution.
         rationale: Why: the capability the policy says the step needs ("" in fast mode).
-        arguments: The filled arguments, valid against the tool's schema (None when not asked for).
+        arguments: The filled arguments, valid against the tool's schema (None when not asked for, or when
+            no valid ones were written).
         candidates: The top-k tools with their probabilities, best first.
+        argument_errors: Why the arguments written are not valid (empty when they are, or were not asked for).
+        raw_arguments: The policy's text after `{"name": ..., "arguments":` (its last try).
     """
 
     tool: Tool
@@ -38,6 +39,8 @@ class Selection:
     rationale: str
     arguments: dict | None
     candidates: list[tuple[Tool, float]] = field(default_factory=list)
+    argument_errors: list[str] = field(default_factory=list)
+    raw_arguments: str = ""
 
 
 class ArgumentError(ValueError):
@@ -92,28 +95,85 @@ def _clean_query(query: str) -> str:
     return query
 
 
-def fill_arguments(policy: Policy, before_call: str, tool: Tool) -> tuple[dict | None, str, list[str]]:
-    """Generate arguments after the call's prefix; returns (arguments or None, raw text, errors)."""
-    raw = policy.generate(before_call + "<tool_call>" + call_prefix(tool.name), ARGUMENT_TOKENS, ["</tool_call>"])
-    try:
-        arguments = parse_arguments(raw)
-    except ValueError as e:
-        return None, raw, [f"not a JSON object: {e}"]
-    errors = schema_errors(arguments, tool.parameters)
-    return (arguments if not errors else None), raw, errors
+def _check_counts(k: int, top_k: int) -> None:
+    for name, value in (("k", k), ("top_k", top_k)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+
+
+def select_steps(policy: Policy, bank: ToolBank, steps: Sequence[StepInput], k: int = 5, mode: str = "reason",
+                 arguments: bool = True, namespace: str | None = None, sample: bool = False,
+                 top_k: int = DEFAULT_TOP_K, budget: TokenBudget = TokenBudget()) -> list[Selection]:
+    """The served path, for a batch of steps: rationale, anchor, candidates (autotool/selection.py), choice
+    and arguments, as `select_tool` describes. Never raises on arguments: a selection whose arguments failed
+    the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    _check_counts(k, top_k)
+    if len(bank) == 0:
+        raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
+    prompts = [prompt_ids(policy, s) for s in steps]
+    _, _, rationales, heads = think(policy, prompts, mode, budget.rationale)
+    anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales, hidden_at_anchor(policy, heads))
+    selections = []
+    for step, rationale, ranked in zip(steps, rationales, candidates(policy.head, bank, anchors, steps,
+                                                                        max(top_k, k), namespace)):
+        if not ranked:
+            raise ValueError(f"no tools in namespace {namespace!r} of bank {bank.path}"
+                             + (" that earlier steps did not call" if step.exclude else ""))
+        if sample:
+            chosen = random.choices(ranked, weights=[c.probability for c in ranked])[0]
+        else:
+            chosen = max(ranked, key=lambda c: c.probability)  # the first of the most probable
+        selections.append(Selection(chosen.tool, chosen.probability, rationale, None,
+                                    [(c.tool, c.probability) for c in ranked[:k]]))
+    if arguments:
+        fill_arguments(policy, [h + policy.encode(tool_card(s.tool))[0].tolist() for h, s in zip(heads, selections)],
+                       selections, budget.call)
+    return selections
+
+
+def fill_arguments(policy: Policy, before_calls: list[list[int]], selections: list[Selection], max_new_tokens: int) -> None:
+    """Write each selection's arguments after its call prefix (`before_calls`: the step's tokens up to and
+    including the tool card); a try that fails the schema is retried once, with the errors shown."""
+    call_end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
+
+    def attempt(todo: list[int], starts: list[list[int]]) -> list[list[int]]:
+        """Fill selections `todo` after `starts`; returns each try's tokens, its call closed."""
+        starts = [s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.name))[0].tolist()
+                  for i, s in zip(todo, starts)]
+        written = policy.generate_ids(starts, max_new_tokens, "</tool_call>")
+        for i, ids in zip(todo, written):
+            ids = ids[:-1] if ids[-1:] == [call_end] else ids
+            selection = selections[i]
+            selection.raw_arguments = decode(policy, ids)
+            try:
+                filled = parse_arguments(selection.raw_arguments)
+            except ValueError as e:
+                selection.arguments, selection.argument_errors = None, [f"not a JSON object: {e}"]
+                continue
+            errors = schema_errors(filled, selection.tool.parameters)
+            selection.arguments, selection.argument_errors = (None if errors else filled), errors
+        return [s + ids[:-1 if ids[-1:] == [call_end] else None] + [call_end] for s, ids in zip(starts, written)]
+
+    tried = attempt(list(range(len(selections))), before_calls)
+    retry = [i for i, s in enumerate(selections) if s.argument_errors]
+    if retry:  # one retry, with the errors in context
+        attempt(retry, [tried[i] + policy.encode(f"<obs>invalid arguments: {'; '.join(selections[i].argument_errors)}"
+                                                 "</obs>")[0].tolist() for i in retry])
 
 
 def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None = None, k: int = 5,
                 mode: str = "reason", context: Sequence[StepRecord] | None = None, arguments: bool = True,
-                namespace: str | None = None, sample: bool = False, top_k: int = 64) -> Selection:
+                namespace: str | None = None, sample: bool = False, top_k: int = DEFAULT_TOP_K) -> Selection:
     """Choose a tool for `query`, say why, and fill its arguments.
 
     Args:
         query: The user's request.
         bank: Tool bank (default: the bank at `$AUTOTOOL_BANK` / `$AUTOTOOL_HOME/bank`).
-        policy: Policy (default: the trained policy at `$AUTOTOOL_HOME/policy`, else the untrained anchor).
+        policy: Policy (default: the trained policy at `$AUTOTOOL_HOME/policy`, else the shipped one).
         k: How many candidates to return.
-        mode: `reason` writes a rationale first; `fast` skips it (one forward pass, or none while untrained).
+        mode: `reason` writes a rationale first; `fast` skips it (one forward pass, or none while W is zero).
         context: Earlier steps of the same task; their tools are not chosen again (as in training).
         arguments: Fill and validate the arguments (after one failed try, a retry with the errors shown).
         namespace: Only consider tools in this namespace.
@@ -121,42 +181,19 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
         top_k: Candidates the distribution is computed over (the whole bank when smaller).
 
     Raises:
-        ValueError: Empty query, unknown mode, or an empty bank.
+        ValueError: Empty query, unknown mode, k or top_k below 1, or an empty bank.
         ArgumentError: The arguments failed the tool's schema twice (the selection is attached).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    _check_counts(k, top_k)
     query = _clean_query(query)
     bank = ToolBank.load(default_bank_path()) if bank is None else bank
-    if len(bank) == 0:
-        raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
     policy = default_policy(bank) if policy is None else policy
-    text = prompt(policy.tokenizer, query, history(context or (), bank.get))
-    rationale = ""
-    if mode == "reason":
-        rationale = policy.generate(text, RATIONALE_TOKENS, ["</think>"]).strip()
-    text += f"{rationale}</think><tool_anchor>"
-    hidden = policy.hidden_at_end(text) if policy.head.uses_hidden else None
-    anchor = policy.anchor(bank, query, rationale, hidden)
-    called = [record.tool for record in context or ()]
-    candidates: list[Candidate] = policy.candidates(bank, anchor, query, max(top_k, k), namespace, called)
-    if not candidates:
-        raise ValueError(f"no tools in namespace {namespace!r} of bank {bank.path}"
-                         + (" that earlier steps did not call" if called else ""))
-    if sample:
-        chosen = random.choices(candidates, weights=[c.probability for c in candidates])[0]
-    else:
-        chosen = candidates[int(np.argmax([c.probability for c in candidates]))]
-    selection = Selection(chosen.tool, chosen.probability, rationale, None,
-                          [(c.tool, c.probability) for c in candidates[:k]])
-    if arguments:
-        before_call = text + tool_card(chosen.tool)
-        filled, raw, errors = fill_arguments(policy, before_call, chosen.tool)
-        if filled is None:  # one retry, with the errors in context
-            retry = (before_call + "<tool_call>" + call_prefix(chosen.tool.name) + raw + "</tool_call>"
-                     + f"<obs>invalid arguments: {'; '.join(errors)}</obs>")
-            filled, raw, errors = fill_arguments(policy, retry, chosen.tool)
-        if filled is None:
-            raise ArgumentError(f"arguments for {chosen.tool.name!r} failed twice: {'; '.join(errors)}", raw, selection)
-        selection.arguments = filled
+    context = list(context or ())
+    step = StepInput(query, history(context, bank.get), tuple(record.tool for record in context))
+    (selection,) = select_steps(policy, bank, [step], k, mode, arguments, namespace, sample, top_k)
+    if arguments and selection.argument_errors:
+        raise ArgumentError(f"arguments for {selection.tool.name!r} failed twice: {'; '.join(selection.argument_errors)}",
+                            selection.raw_arguments, selection)
     return selection

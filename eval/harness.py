@@ -10,10 +10,9 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from autotool.calls import schema_errors, toolrl_correctness
 from autotool.benchmarks import Benchmark, Split, select_queries, steps_of
 from eval.methods import FILLS_ARGUMENTS, METHODS, EvalContext
-from eval.metrics import paired_bootstrap, percentile_ms, selection_metrics
+from autotool.metrics import call_metrics, paired_bootstrap, percentile_ms, selection_metrics
 from toolbank import ToolBank
 
 SELECTION_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@5")
@@ -32,21 +31,6 @@ def check_methods(methods: list[str]) -> None:
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
-
-
-def _call_metrics(step, prediction, schemas: dict[str, dict]) -> dict[str, float]:
-    """Schema validity, argument exact match and ToolRL R_correct of a predicted call against the step's gold.
-
-    A step without gold arguments (MetaTool: every tool takes none) has the gold call `{name, arguments: {}}`.
-    """
-    gold = [{"name": step.gold, "arguments": step.gold_args or {}}]
-    if prediction.call is None:
-        return {"schema_valid": 0.0, "args_exact": 0.0, "r_correct": toolrl_correctness(gold, None)["r_correct"]}
-    schema = schemas.get(prediction.call["name"], {})
-    return {"schema_valid": float(not schema_errors(prediction.call["arguments"], schema)),
-            "args_exact": float(prediction.call["name"] == step.gold
-                                and prediction.call["arguments"] == (step.gold_args or {})),
-            "r_correct": toolrl_correctness(gold, [prediction.call])["r_correct"]}
 
 
 def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str], bank: ToolBank,
@@ -82,7 +66,7 @@ def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str]
             row = selection_metrics(prediction.ranking, step.gold, prediction.scores)
             row["format_error"] = float(prediction.format_error)
             if name in FILLS_ARGUMENTS:
-                row.update(_call_metrics(step, prediction, schemas))
+                row.update(call_metrics(step, prediction.call, schemas))
             rows.append(row)
         keys = sorted({k for row in rows for k in row})
         per_step = {k: [row.get(k, np.nan) for row in rows] for k in keys}

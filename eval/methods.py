@@ -85,15 +85,20 @@ def _batched(prepare: Callable[[list[Step]], None], cache: dict) -> Callable[[St
 
 @register("policy", fills_arguments=True)
 def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
-    """The autotool policy: greedy rationale, the most probable tool over the whole bank, greedy call.
+    """The autotool policy through the served path (`autotool.select.select_steps`, what `select_tool` runs):
+    greedy rationale, the most probable of the bank's top-K candidates, greedy arguments with one retry.
 
     Options: `policy` (a `Policy`, or a policy folder; default the default policy), `policy_mode`
-    (`reason` or `fast`), `batch_size`, `rationale_tokens`, `call_tokens` (the most new tokens of each). Steps are written in batches by `prepare` (the harness calls it
-    with all steps first), so each step's latency is its batch's time divided by the batch size.
+    (`reason` or `fast`), `batch_size`, `top_k`, `rationale_tokens`, `call_tokens` (the most new tokens of
+    each). Steps are written in batches by `prepare` (the harness calls it with all steps first), so each
+    step's latency is its batch's time divided by the batch size. A step whose arguments do not parse as a
+    JSON object counts as a format error.
     """
+    from autotool.calls import parse_arguments
     from autotool.policy import Policy
-    from autotool.rollout import CALL_TOKENS, RATIONALE_TOKENS, ToolTable, rollout
-    from autotool.select import default_policy
+    from autotool.prompts import TokenBudget
+    from autotool.select import default_policy, select_steps
+    from autotool.selection import DEFAULT_TOP_K
 
     policy = ctx.options.get("policy")
     if policy is None:
@@ -102,9 +107,10 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         policy = Policy.load(policy, ctx.bank)
     policy.to(_device(ctx))
     mode, batch_size = ctx.options.get("policy_mode", "reason"), int(ctx.options.get("batch_size", 16))
-    lengths = {"rationale_tokens": int(ctx.options.get("rationale_tokens", RATIONALE_TOKENS)),
-               "call_tokens": int(ctx.options.get("call_tokens", CALL_TOKENS))}
-    table = ToolTable.from_bank(ctx.bank)
+    default = TokenBudget()
+    budget = TokenBudget(int(ctx.options.get("rationale_tokens", default.rationale)),
+                         int(ctx.options.get("call_tokens", default.call)))
+    top_k = int(ctx.options.get("top_k", DEFAULT_TOP_K))
     cache: dict[str, tuple[Prediction, float]] = {}
 
     def prepare(steps: list[Step]) -> None:
@@ -113,11 +119,17 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         for start in range(0, len(steps), batch_size):
             batch = steps[start:start + batch_size]
             began = time.perf_counter()
-            written = rollout(policy, table, [step_input(ctx.bank, s) for s in batch], sample=False, mode=mode, **lengths)
+            selections = select_steps(policy, ctx.bank, [step_input(ctx.bank, s) for s in batch], k=DEPTH, mode=mode,
+                                      top_k=top_k, budget=budget)
             seconds = (time.perf_counter() - began) / len(batch)
-            for step, (r,) in zip(batch, written):
-                cache[step.id] = (Prediction([table.tools[t].name for t, _ in r.ranking], [p for _, p in r.ranking],
-                                             r.call, not r.format_ok, {"rationale": r.rationale}), seconds)
+            for step, selection in zip(batch, selections):
+                try:
+                    call = {"name": selection.tool.name, "arguments": parse_arguments(selection.raw_arguments)}
+                except ValueError:
+                    call = None
+                cache[step.id] = (Prediction([t.name for t, _ in selection.candidates],
+                                             [p for _, p in selection.candidates], call, call is None,
+                                             {"rationale": selection.rationale}), seconds)
 
     return _batched(prepare, cache)
 
@@ -170,12 +182,12 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     from autotool.calls import parse_arguments
     from autotool.policy import Policy
     from autotool.prompts import call_prefix, tool_card
-    from autotool.rollout import CALL_TOKENS, _decode, generate_batch, prompt_ids
+    from autotool.rollout import TRAINING_BUDGET, decode, prompt_ids
 
     policy = Policy.create(ctx.bank, backbone=ctx.options.get("backbone")).to(_device(ctx))
     model, tokenizer = policy.model.get_base_model(), policy.tokenizer
     k, batch_size = int(ctx.options.get("namegen_k", 5)), int(ctx.options.get("batch_size", 16))
-    call_tokens = int(ctx.options.get("call_tokens", CALL_TOKENS))
+    call_tokens = int(ctx.options.get("call_tokens", TRAINING_BUDGET.call))
     cache: dict[str, tuple[Prediction, float]] = {}
 
     def encode(text: str) -> list[int]:
@@ -216,13 +228,13 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
             starts = [prompt_ids(policy, step_input(ctx.bank, step)) + encode("</think><tool_anchor>")
                       + encode(tool_card(tools[0])) + encode("<tool_call>" + call_prefix(tools[0].name))
                       for step, (tools, _) in zip(batch, chosen)]
-            written = generate_batch(policy, starts, call_tokens, "</tool_call>", sample=False)
+            written = policy.generate_ids(starts, call_tokens, "</tool_call>")
             seconds = (time.perf_counter() - began) / len(batch)
             for step, (tools, scores), ids in zip(batch, chosen, written):
                 # The untrained backbone rarely closes the call with </tool_call> (it ends its turn instead),
                 # so its arguments are read as select_tool reads them: the JSON object after `"arguments": `.
                 try:
-                    call = {"name": tools[0].name, "arguments": parse_arguments(_decode(policy, ids))}
+                    call = {"name": tools[0].name, "arguments": parse_arguments(decode(policy, ids))}
                 except ValueError:
                     call = None
                 cache[step.id] = (Prediction([t.name for t in tools], scores, call, call is None), seconds)

@@ -52,9 +52,7 @@ class BM25Index:
         if allowed_ids is not None:
             scores = np.where(np.isin(self.ids, np.asarray(allowed_ids, dtype=np.int64)), scores, 0.0)
         candidates = np.flatnonzero(scores > 0)
-        if len(candidates) > k:
-            candidates = candidates[np.argpartition(-scores[candidates], k - 1)[:k]]
-        order = candidates[np.lexsort((self.ids[candidates], -scores[candidates]))]  # ties: lower id first
+        order = candidates[np.lexsort((self.ids[candidates], -scores[candidates]))][:k]  # ties: lower id first
         return scores[order], self.ids[order]
 
 

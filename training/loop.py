@@ -28,6 +28,7 @@ from typing import Sequence
 import torch
 
 from autotool.policy import Policy
+from autotool.prompts import TokenBudget
 from training.config import as_dict
 
 EVAL_METRICS = ("hit@1", "hit@5", "mrr@10", "format_error", "r_correct", "schema_valid")
@@ -192,22 +193,37 @@ def write_config(out: Path, config) -> None:
 
 # -- evaluation ------------------------------------------------------------------------------------------
 def evaluate_policy(policy: Policy, bench, split, bank, out: Path, label: str, splits: Sequence[str], limit: int,
-                    mode: str, batch_size: int, seed: int, lengths: dict[str, int]) -> dict[str, float]:
-    """The harness's `policy` method on each split (at most `limit` queries, seeded): `eval/LABEL.json`.
+                    mode: str, batch_size: int, seed: int, budget: TokenBudget) -> dict[str, float]:
+    """The policy through the served path (`autotool.select.select_steps`, what `select_tool` and the
+    evaluation's `policy` method run) on each split (at most `limit` queries, seeded): `eval/LABEL.json`.
 
     Returns flat metrics `SPLIT/METRIC`, with `SPLIT/reward` = (1 - format_error) + r_correct.
     """
-    from eval.harness import evaluate
+    from autotool.benchmarks import select_queries, step_input, steps_of
+    from autotool.calls import parse_arguments
+    from autotool.metrics import call_metrics, selection_metrics
+    from autotool.select import select_steps
 
     flat, results, started = {}, [], time.time()
-    options = {"policy": policy, "policy_mode": mode, "batch_size": batch_size, **lengths}
+    schemas = {t.name: t.parameters for t in bench.tools}
     for name in splits:
-        result = evaluate(bench, split, name, ["policy"], bank, limit=limit, seed=seed, options=options, progress=False)
-        metrics = result["methods"]["policy"]
-        for key in EVAL_METRICS:
-            flat[f"{name}/{key}"] = metrics.get(key, float("nan"))
-        flat[f"{name}/reward"] = (1 - metrics["format_error"]) + metrics.get("r_correct", float("nan"))
-        results.append({k: v for k, v in result.items() if k != "per_step"})
+        steps = [s for q in select_queries(bench, split, name, limit, seed) for s in steps_of(q)]
+        rows = []
+        for start in range(0, len(steps), batch_size):
+            batch = steps[start:start + batch_size]
+            for step, chosen in zip(batch, select_steps(policy, bank, [step_input(bank, s) for s in batch], k=10,
+                                                        mode=mode, budget=budget)):
+                try:
+                    call = {"name": chosen.tool.name, "arguments": parse_arguments(chosen.raw_arguments)}
+                except ValueError:
+                    call = None
+                rows.append({**selection_metrics([t.name for t, _ in chosen.candidates], step.gold,
+                                                 [p for _, p in chosen.candidates]),
+                             "format_error": float(call is None), **call_metrics(step, call, schemas)})
+        metrics = {key: float(sum(r[key] for r in rows) / len(rows)) if rows else float("nan") for key in EVAL_METRICS}
+        flat.update({f"{name}/{key}": value for key, value in metrics.items()})
+        flat[f"{name}/reward"] = (1 - metrics["format_error"]) + metrics["r_correct"]
+        results.append({"split": name, "n": len(steps), "methods": {"policy": metrics}})
     (out / "eval").mkdir(parents=True, exist_ok=True)
     (out / "eval" / f"{label}.json").write_text(json.dumps({"label": label, "mode": mode, "limit": limit,
                                                             "metrics": flat, "seconds": round(time.time() - started, 1),

@@ -21,6 +21,7 @@ import torch
 from tqdm import tqdm
 
 from autotool.policy import Policy
+from autotool.prompts import TokenBudget
 from autotool.rollout import ToolTable, rollout
 from training import loop
 from training.data import DataError, build_trajectories, check_no_unseen, examples, read_jsonl, write_jsonl
@@ -110,8 +111,7 @@ class Trainer:
         """`group` sampled rollouts for each example of `batch`, and each rollout's reward terms (same nesting)."""
         self.policy.model.eval()
         groups = rollout(self.policy, self.table, [e.input for e in batch], group=group, sample=True,
-                         temperature=temperature, rationale_tokens=self.config.rationale_tokens,
-                         call_tokens=self.config.call_tokens)
+                         temperature=temperature, budget=self.budget)
         terms = [[reward(r.format_ok, r.call, e.gold_call, self.table.tools[r.tool].name, weights) for r in g]
                  for e, g in zip(batch, groups)]
         return groups, terms
@@ -147,6 +147,11 @@ class Trainer:
                                self.config.anchor, self.config.lora_rank)
         if self.main:
             policy.save(initial)
+    @property
+    def budget(self) -> TokenBudget:
+        """The most new tokens of a rationale and of a call (config `rationale_tokens`, `call_tokens`)."""
+        return TokenBudget(self.config.rationale_tokens, self.config.call_tokens)
+
         self.accelerator.wait_for_everyone()
         self.source = initial
         return self._place(policy)
@@ -159,9 +164,7 @@ class Trainer:
         started, index = time.time(), len(list((self.out / "eval").glob("*.json")))
         self.policy.model.eval()
         metrics = loop.evaluate_policy(self.policy, self.bench, self.split, self.bank, self.out, label, c.splits,
-                                       c.limit, c.mode, c.batch_size, self.config.seed,
-                                       {"rationale_tokens": self.config.rationale_tokens,
-                                        "call_tokens": self.config.call_tokens})
+                                       c.limit, c.mode, c.batch_size, self.config.seed, self.budget)
         self.log.log("eval", index,
                      {f"eval/{label}/{k}": v for k, v in metrics.items()})
         shown = ", ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k.endswith(("hit@1", "format_error", "reward")))

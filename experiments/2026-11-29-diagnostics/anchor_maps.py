@@ -18,13 +18,14 @@ import torch
 
 from autotool.benchmarks import load_benchmark, load_split, select_queries, steps_of
 from autotool.benchmarks import benchmark_bank
-from autotool.rollout import ToolTable, embed
+from autotool.policy import embed
+from autotool.selection import ToolTable
 
 
 def features(bench_name: str, split_name: str, table: ToolTable, bench, split):
     steps = [s for q in select_queries(bench, split, split_name) for s in steps_of(q) if s.index == 0]
     steps = [s for s in steps if s.gold in table.index]
-    return embed(table, [s.query.text for s in steps]), torch.tensor([table.index[s.gold] for s in steps])
+    return embed(table.embedder, [s.query.text for s in steps]), torch.tensor([table.index[s.gold] for s in steps])
 
 
 def fit(kind: str, side: str, lr: float, wd: float, train, val, tools, train_tools, epochs: int = 10) -> list[float]:

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from autotool.rollout import ToolTable, embed
+from autotool.policy import embed
+from autotool.selection import ToolTable
 from autotool.benchmarks import load_benchmark
 from autotool.benchmarks import benchmark_bank
 from autotool.metrics import paired_bootstrap
@@ -42,7 +43,7 @@ def hits(table: ToolTable, rows: list[dict], b: float, lexical: float = 0.0) -> 
     rows as first val steps of `training.calibrate`, with a = 1 and W = 0."""
     queries = [r["query"] for r in rows]
     n, dim = len(rows), table.vectors.shape[1]
-    val = ValSteps("", table, [], [], embed(table, queries), embed(table, [r["rationale"] for r in rows]),
+    val = ValSteps("", table, [], [], embed(table.embedder, queries), embed(table.embedder, [r["rationale"] for r in rows]),
                    torch.zeros(n, dim), table.lexical(queries) if lexical else torch.zeros(n, len(table)),
                    torch.tensor([table.index[r["gold"]] for r in rows]),
                    torch.zeros(n, dtype=torch.bool), torch.zeros(n, len(table), dtype=torch.bool))

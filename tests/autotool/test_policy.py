@@ -25,8 +25,8 @@ class ScriptedPolicy(Policy):
 
     script: list[str]
 
-    def generate(self, text, max_new_tokens, stop, sample=False):
-        return self.script.pop(0)
+    def generate_ids(self, prompts, max_new_tokens, stop, sample=False, temperature=1.0):
+        return [self.encode(self.script.pop(0))[0].tolist() for _ in prompts]
 
 
 def scripted(policy, *texts):
@@ -60,6 +60,7 @@ def test_selection_distribution_is_softmax_of_sharpness_times_cosine(bank, polic
 
 
 def test_lexical_prior_adds_normalised_bm25_to_the_cosine(bank, policy):
+    from autotool.prompts import TokenBudget
     from autotool.rollout import StepInput, ToolTable, rollout
 
     policy.head.lexical.fill_(0.5)
@@ -77,12 +78,13 @@ def test_lexical_prior_adds_normalised_bm25_to_the_cosine(bank, policy):
     assert [p for _, p in selection.candidates] == sorted([p for _, p in selection.candidates], reverse=True)
     # rollouts (training and evaluation) score the whole table with the same prior
     table = ToolTable.from_bank(bank)
-    (r,), = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", call_tokens=2)
+    (r,), = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
     assert {table.tools[t].name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
 
 
 def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
     from autotool.prompts import StepRecord, history
+    from autotool.prompts import TokenBudget
     from autotool.rollout import StepInput, ToolTable, rollout
 
     policy.head.lexical_later.fill_(0.5)  # l stays 0: a first step selects like dense retrieval
@@ -102,24 +104,25 @@ def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
         assert {t.name: p for t, p in selection.candidates} == pytest.approx(expected, rel=1e-4)
         table = ToolTable.from_bank(bank)
         step = StepInput(query, history(context or [], bank.get), tuple(called))
-        (r,), = rollout(policy, table, [step], sample=False, mode="fast", call_tokens=2)
+        (r,), = rollout(policy, table, [step], sample=False, mode="fast", budget=TokenBudget(call=2))
         assert {table.tools[t].name: p for t, p in r.ranking if p > 0} == pytest.approx(expected, rel=1e-4)
     assert len({round(v, 6) for v in lexical.values()}) > 1  # the prior does reorder: the two weights differ
 
 
-def test_head_saved_before_the_lexical_prior_loads_without_it(bank, policy, tmp_path):
+def test_format_1_heads_load_without_the_lexical_prior_and_a_damaged_head_is_an_error(bank, policy, tmp_path):
     from safetensors.torch import load_file, save_file
 
     policy.head.lexical.fill_(0.2)
     policy.save(tmp_path / "policy")
-    head_file = tmp_path / "policy" / "anchor_head.safetensors"
+    head_file, manifest_file = tmp_path / "policy" / "anchor_head.safetensors", tmp_path / "policy" / "manifest.json"
     state = load_file(head_file)
-    del state["lexical_later"]  # saved before l_later: one weight at every step
+    del state["lexical_later"]
     save_file(state, head_file)
-    loaded = Policy.load(tmp_path / "policy", bank)
-    assert loaded.head.lexical.item() == loaded.head.lexical_later.item() == pytest.approx(0.2)
-    del state["lexical"]  # saved before the prior
+    with pytest.raises(PolicyError, match="anchor_head.safetensors.*lexical_later"):  # version 2 has both weights
+        Policy.load(tmp_path / "policy", bank)
+    del state["lexical"]  # a head written before the prior: format version 1
     save_file(state, head_file)
+    manifest_file.write_text(json.dumps(json.loads(manifest_file.read_text()) | {"format_version": 1}))
     loaded = Policy.load(tmp_path / "policy", bank)
     assert loaded.head.lexical.item() == loaded.head.lexical_later.item() == 0.0 and not loaded.head.uses_lexical
 
@@ -173,14 +176,14 @@ def test_save_load_round_trip(bank, policy, tmp_path):
     policy.head.lexical.fill_(0.2)
     policy.save(tmp_path / "policy")
     manifest = json.loads((tmp_path / "policy" / "manifest.json").read_text())
-    assert manifest["embedder"] == "hash:64" and manifest["dim"] == 64 and manifest["format_version"] == 1
+    assert manifest["embedder"] == "hash:64" and manifest["dim"] == 64 and manifest["format_version"] == 2
     assert not list((tmp_path / "policy").rglob("*.bin")) and not list((tmp_path / "policy").rglob("*.pt"))
     loaded = Policy.load(tmp_path / "policy", bank)
     text = "<|im_start|>user\nweather<|im_end|>\n<think>x</think><tool_anchor>"
     h1, h2 = policy.hidden_at_end(text), loaded.hidden_at_end(text)
     torch.testing.assert_close(h1, h2)
-    np.testing.assert_allclose(policy.anchor(bank, "weather", "rain", h1), loaded.anchor(bank, "weather", "rain", h2),
-                               atol=1e-6)
+    np.testing.assert_allclose(policy.anchors(bank.embedder, ["weather"], ["rain"], h1[None]),
+                               loaded.anchors(bank.embedder, ["weather"], ["rain"], h2[None]), atol=1e-6)
     assert loaded.head.uses_hidden and loaded.trained and loaded.head.lexical.item() == pytest.approx(0.2)
 
 
@@ -192,15 +195,15 @@ def test_frozen_policy_keeps_adapters_merged_and_reuses_the_system_prompt_cache(
     frozen = Policy.load(tmp_path / "policy", bank)
     training = Policy.load(tmp_path / "policy", bank, trainable=True)
     text = prompt(frozen.tokenizer, "weather forecast in Paris")
-    assert frozen.generate(text, 12, ["</think>"]) == training.generate(text, 12, ["</think>"])
+    assert frozen.generate(text, 12, "</think>") == training.generate(text, 12, "</think>")
     assert frozen.adapters_merged and frozen._prefix_cache is not None
     assert not training.adapters_merged and training._prefix_cache is None  # its adapters still learn
     anchor_text = text + "x</think><tool_anchor>"
     torch.testing.assert_close(frozen.hidden_at_end(anchor_text), training.hidden_at_end(anchor_text))
     # A text that does not start with the system prompt is generated from scratch, the same as before.
     other = "<|im_start|>user\nweather<|im_end|>\n<think>"
-    assert frozen._cache_for(frozen.encode(other)) is None
-    assert frozen.generate(other, 8, ["</think>"]) == training.generate(other, 8, ["</think>"])
+    assert frozen.prefix_cache(frozen.encode(other)) is None
+    assert frozen.generate(other, 8, "</think>") == training.generate(other, 8, "</think>")
 
 
 def test_load_errors(bank, policy, tmp_path):
@@ -234,7 +237,7 @@ def test_pure_anchor_uses_the_hidden_state(bank):
     pure = Policy.create(bank, backbone=TINY, anchor="pure")
     assert pure.head.uses_hidden and float(pure.head.a) == 0.0
     h = pure.hidden_at_end("<think>x</think><tool_anchor>")
-    anchor = pure.anchor(bank, "weather", "", h)
+    (anchor,) = pure.anchors(bank.embedder, ["weather"], [""], h[None]).numpy()
     assert np.linalg.norm(anchor) == pytest.approx(1.0, abs=1e-5)
     assert not np.allclose(anchor, bank.embedder.encode(["weather"])[0], atol=1e-3)
 

@@ -4,7 +4,9 @@ from helpers import ASSETS
 
 from autotool import Policy
 from autotool.prompts import call_text
-from autotool.rollout import StepInput, ToolTable, embed, logprobs, rollout, teacher_rollout
+from autotool.policy import embed
+from autotool.prompts import TokenBudget
+from autotool.rollout import StepInput, ToolTable, logprobs, rollout, teacher_rollout
 
 TINY = ASSETS / "tiny-llama"
 
@@ -24,7 +26,7 @@ def policy(bank):
 def test_rollouts_have_the_protocols_layout(bank, policy):
     table = ToolTable.from_bank(bank)
     torch.manual_seed(1)
-    (group,) = rollout(policy, table, [StepInput("weather in Paris")], group=3, rationale_tokens=5, call_tokens=7)
+    (group,) = rollout(policy, table, [StepInput("weather in Paris")], group=3, budget=TokenBudget(5, 7))
     anchor, think_end = (policy.tokenizer.convert_tokens_to_ids(t) for t in ("<tool_anchor>", "</think>"))
     for r in group:
         assert r.ids[r.anchor_position] == anchor
@@ -40,7 +42,7 @@ def test_logprobs_match_the_full_models_log_softmax(bank, policy):
     table = ToolTable.from_bank(bank)
     torch.manual_seed(2)
     rollouts = [r for g in rollout(policy, table, [StepInput("weather in Paris"), StepInput("send a mail")], group=2,
-                                   rationale_tokens=5, call_tokens=6) for r in g]
+                                   budget=TokenBudget(5, 6)) for r in g]
     token_logp, mask, tool_logp = logprobs(policy, table, rollouts)
     for row, r in enumerate(rollouts):
         with torch.no_grad():
@@ -56,14 +58,14 @@ def test_excluded_tools_are_never_drawn_nor_ranked(bank, policy):
     table = ToolTable.from_bank(bank)
     step = StepInput("weather forecast", exclude=("get_weather", "get_forecast"))
     torch.manual_seed(3)
-    for r in rollout(policy, table, [step], group=8, rationale_tokens=2, call_tokens=2)[0]:
+    for r in rollout(policy, table, [step], group=8, budget=TokenBudget(2, 2))[0]:
         assert table.tools[r.tool].name not in step.exclude
         assert not {table.tools[t].name for t, _ in r.ranking} & set(step.exclude)
 
 
 def test_generation_leaves_the_adapters_as_they_were(bank, policy):
     before = {k: v.clone() for k, v in policy.model.state_dict().items()}
-    rollout(policy, ToolTable.from_bank(bank), [StepInput("weather")], group=2, rationale_tokens=3, call_tokens=3)
+    rollout(policy, ToolTable.from_bank(bank), [StepInput("weather")], group=2, budget=TokenBudget(3, 3))
     after = policy.model.state_dict()
     for key, value in before.items():
         torch.testing.assert_close(after[key], value, atol=1e-6, rtol=0)
@@ -72,7 +74,7 @@ def test_generation_leaves_the_adapters_as_they_were(bank, policy):
 def test_teacher_rollout_scores_the_gold_step(bank, policy):
     table = ToolTable.from_bank(bank)
     step = StepInput("weather in Paris")
-    vectors = embed(table, ["weather in Paris", "current weather for a city"])
+    vectors = embed(table.embedder, ["weather in Paris", "current weather for a city"])
     r = teacher_rollout(policy, table, step, "current weather for a city", "get_weather",
                         call_text("get_weather", {"city": "Paris"}), vectors[0], vectors[1])
     assert r.format_ok and r.call == {"name": "get_weather", "arguments": {"city": "Paris"}}
@@ -87,7 +89,7 @@ def test_untrained_fast_rollout_ranks_like_dense_retrieval(bank):
     policy = Policy.create(bank, backbone=TINY)
     table = ToolTable.from_bank(bank)
     for query in ["weather forecast in Paris", "convert my PDF document to text"]:
-        (r,), = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", call_tokens=2)
+        (r,), = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
         dense = bank.search(query, k=4, mode="dense")
         score = {h.name: h.score for h in dense}  # compared by score: tied tools may come in either order
         assert [score[table.tools[t].name] for t, _ in r.ranking] == pytest.approx([h.score for h in dense], abs=1e-5)

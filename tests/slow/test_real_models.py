@@ -11,7 +11,7 @@ from autotool.backbone import SPECIAL_TOKENS, default_backbone_folder, load_back
 from autotool.prompts import prompt
 from autotool.select import SHIPPED_POLICY
 from autotool.benchmarks import load_benchmark, make_split, select_queries
-from eval.metrics import hit_at_k
+from autotool.metrics import hit_at_k
 from toolbank import DEFAULT_EMBEDDER, ToolBank
 
 pytestmark = pytest.mark.slow
@@ -87,6 +87,6 @@ def test_shipped_policy_writes_the_same_text_from_the_cached_system_prompt(metat
     for query in ["Find me academic papers about graph neural networks", "What's the weather in Oslo tomorrow?",
                   "Convert 250 US dollars to euros"]:
         text = prompt(frozen.tokenizer, query)
-        assert frozen.generate(text, 32, ["</think>"]) == training.generate(text, 32, ["</think>"])
+        assert frozen.generate(text, 32, "</think>") == training.generate(text, 32, "</think>")
     assert frozen._prefix_cache is not None and frozen.adapters_merged and not training.adapters_merged
     assert frozen.head.b.item() > 0  # calibrated: the shipped policy's rationale moves its anchor

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from eval.metrics import hit_at_k, ndcg_at_k, paired_bootstrap, reciprocal_rank, selection_metrics
+from autotool.metrics import hit_at_k, ndcg_at_k, paired_bootstrap, reciprocal_rank, selection_metrics
 
 
 def test_strict_ranking():

@@ -12,6 +12,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from autotool.calls import schema_errors, toolrl_correctness
+
 
 def _groups(ranking: Sequence[str], scores: Sequence[float] | None) -> list[list[str]]:
     """Consecutive tie groups of the ranking (one item each when scores are None)."""
@@ -113,3 +115,19 @@ def percentile_ms(seconds: Sequence[float]) -> dict[str, float]:
         return {"p50_ms": float("nan"), "p95_ms": float("nan")}
     ms = np.asarray(seconds) * 1000
     return {"p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95))}
+
+
+def call_metrics(step, call: dict | None, schemas: dict[str, dict]) -> dict[str, float]:
+    """Schema validity, argument exact match and ToolRL R_correct of a predicted call (`{name, arguments}`, or
+    None when there is none) against the step's gold (an `autotool.benchmarks.Step`).
+
+    A step without gold arguments (MetaTool: every tool takes none) has the gold call `{name, arguments: {}}`.
+    """
+    gold = [{"name": step.gold, "arguments": step.gold_args or {}}]
+    if call is None:
+        return {"schema_valid": 0.0, "args_exact": 0.0, "r_correct": toolrl_correctness(gold, None)["r_correct"]}
+    schema = schemas.get(call["name"], {})
+    return {"schema_valid": float(not schema_errors(call["arguments"], schema)),
+            "args_exact": float(call["name"] == step.gold
+                                and call["arguments"] == (step.gold_args or {})),
+            "r_correct": toolrl_correctness(gold, [call])["r_correct"]}

@@ -1,0 +1,100 @@
+"""One selection path: select_tool, the evaluation's policy method and a tool table all rank through
+autotool/selection.py, so what the evaluation measures is what a user gets."""
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import ASSETS
+
+from autotool import Policy, select_tool
+from autotool.benchmarks import Benchmark, Query, step_input, steps_of
+from autotool.selection import StepInput, ToolTable, candidates
+from eval.methods import METHODS, EvalContext
+from toolbank import HashEmbedder, Tool, ToolBank
+
+TOP_K = 6
+WORDS = ("weather forecast city rain temperature convert pdf document text email send message calendar meeting "
+         "invoice payment currency exchange stock price flight hotel booking translate language").split()
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory):
+    rng = random.Random(0)
+    bank = ToolBank.create(tmp_path_factory.mktemp("sel") / "bank", HashEmbedder(64))
+    def unique_word() -> str:  # so that no two tools embed alike (a tie's order is the index's to choose)
+        return "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=7))
+
+    bank.add([Tool(f"tool_{i:03d}", " ".join(rng.choices(WORDS, k=8) + [unique_word()]),
+                   {"type": "object", "properties": {"q": {"type": "string"}}}) for i in range(80)])
+    yield bank
+    bank.close()
+
+
+@pytest.fixture(scope="module")
+def policy(bank):
+    """A tiny policy whose every anchor term is in use: the hidden state (W != 0), the rationale (b) and the
+    lexical prior at first and later steps (so candidates come from the dense and the BM25 top-K)."""
+    torch.manual_seed(0)
+    policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    with torch.no_grad():
+        torch.nn.init.normal_(policy.head.W.weight, std=0.3)
+        policy.head.b.fill_(0.5)
+        policy.head.lexical.fill_(0.4)
+        policy.head.lexical_later.fill_(0.8)
+    return policy
+
+
+QUERIES = ["weather forecast for my city", "convert this pdf document to text", "send an email message",
+           "book a flight and a hotel", "stock price in another currency", "translate my meeting invoice"]
+
+
+@pytest.mark.parametrize("mode", ["fast", "reason"])
+def test_select_tool_and_the_eval_rank_identically_on_a_bank_larger_than_top_k(bank, policy, mode):
+    assert len(bank) > 2 * TOP_K
+    queries = [Query(f"q{i}", text, (f"tool_{i:03d}",), None) for i, text in enumerate(QUERIES)]
+    bench = Benchmark("synthetic", Path("."), list(bank), queries)
+    predict = METHODS["policy"](EvalContext(bench, bank, {"policy": policy, "policy_mode": mode, "top_k": TOP_K,
+                                                          "batch_size": 4, "call_tokens": 4}))
+    steps = [s for q in queries for s in steps_of(q)]
+    predict.prepare(steps)
+    for step in steps:
+        served = select_tool(step.query.text, bank, policy, k=10, mode=mode, arguments=False, top_k=TOP_K)
+        prediction = predict(step)
+        assert prediction.ranking == [t.name for t, _ in served.candidates]
+        assert prediction.scores == pytest.approx([p for _, p in served.candidates], abs=1e-5)
+        assert prediction.extra["rationale"] == served.rationale
+        assert len(served.candidates) > TOP_K  # the BM25 top-K added tools outside the dense top-K
+
+
+def test_a_tool_table_and_a_bank_give_the_same_candidates(bank, policy):
+    table = ToolTable.from_bank(bank)
+    steps = [StepInput(q) for q in QUERIES] + [StepInput(QUERIES[0], ("earlier step",), ("tool_001", "tool_002"))]
+    torch.manual_seed(1)  # anchors with no exact ties: the index may order tied tools either way
+    anchors = torch.nn.functional.normalize(torch.randn(len(steps), bank.dim), dim=-1)
+    for top_k in (TOP_K, None):
+        for from_bank, from_table in zip(candidates(policy.head, bank, anchors, steps, top_k),
+                                         candidates(policy.head, table, anchors, steps, top_k)):
+            assert [c.tool.name for c in from_bank] == [c.tool.name for c in from_table]
+            assert [c.probability for c in from_bank] == pytest.approx([c.probability for c in from_table], abs=1e-5)
+    excluded = candidates(policy.head, bank, anchors[-1:], steps[-1:], TOP_K)[0]
+    assert not {"tool_001", "tool_002"} & {c.tool.name for c in excluded}
+
+
+def test_without_top_k_the_distribution_is_the_one_training_differentiates(bank, policy):
+    from autotool.selection import table_logits
+
+    table = ToolTable.from_bank(bank)
+    steps = [step_input(bank, s) for s in steps_of(Query("x", QUERIES[1], ("tool_000",), None))]
+    anchors = policy.anchors(bank.embedder, [s.query for s in steps], [""])
+    probs = torch.softmax(table_logits(policy.head, table, anchors, steps), dim=-1)[0]
+    ranked = candidates(policy.head, table, anchors, steps, top_k=None)[0]
+    assert len(ranked) == len(table)
+    assert [c.probability for c in ranked] == pytest.approx([float(probs[table.index[c.tool.name]]) for c in ranked])
+
+
+@pytest.mark.parametrize("k, top_k", [(0, 64), (-1, 64), (5, 0), (True, 64)])
+def test_k_and_top_k_below_one_are_errors(bank, policy, k, top_k):
+    with pytest.raises(ValueError, match="must be a whole number of at least 1"):
+        select_tool("weather", bank, policy, k=k, top_k=top_k, mode="fast", arguments=False)
