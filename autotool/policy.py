@@ -15,8 +15,9 @@ A saved policy is a folder:
 ```
 policy/  manifest.json {format_version, backbone, embedder, dim, anchor, ...}  adapter/  anchor_head.safetensors
 ```
-Format versions: 2 (this one) stores `lexical` and `lexical_later` in the head; version 1 heads have neither
-and load with both at 0.
+Format versions: 2 (this one) always stores `lexical` and `lexical_later` in the head; a version 1 head may
+lack them: without `lexical` the prior is 0, without `lexical_later` it takes `lexical` (one weight for every
+step), as the policy was trained and calibrated.
 """
 
 from __future__ import annotations
@@ -179,8 +180,9 @@ class Policy:
         model.eval()
         head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
         state = load_file(path / "anchor_head.safetensors")
-        if version == 1:  # written before the lexical prior existed
-            state |= {"lexical": torch.tensor(0.0), "lexical_later": torch.tensor(0.0)}
+        if version == 1:  # heads from before the lexical prior (none), or before l_later (one weight for every step)
+            state.setdefault("lexical", torch.tensor(0.0))
+            state.setdefault("lexical_later", state["lexical"])
         missing = sorted(set(head.state_dict()) - set(state))
         if missing:
             raise PolicyError(f"{path / 'anchor_head.safetensors'} lacks {', '.join(missing)} (format version {version})")

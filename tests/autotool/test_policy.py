@@ -120,9 +120,11 @@ def test_format_1_heads_load_without_the_lexical_prior_and_a_damaged_head_is_an_
     save_file(state, head_file)
     with pytest.raises(PolicyError, match="anchor_head.safetensors.*lexical_later"):  # version 2 has both weights
         Policy.load(tmp_path / "policy", bank)
-    del state["lexical"]  # a head written before the prior: format version 1
-    save_file(state, head_file)
     manifest_file.write_text(json.dumps(json.loads(manifest_file.read_text()) | {"format_version": 1}))
+    loaded = Policy.load(tmp_path / "policy", bank)  # version 1, before l_later: one weight for every step
+    assert loaded.head.lexical.item() == loaded.head.lexical_later.item() == pytest.approx(0.2)
+    del state["lexical"]  # version 1, before the prior
+    save_file(state, head_file)
     loaded = Policy.load(tmp_path / "policy", bank)
     assert loaded.head.lexical.item() == loaded.head.lexical_later.item() == 0.0 and not loaded.head.uses_lexical
 
