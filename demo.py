@@ -1,5 +1,5 @@
-"""The main job: build the default tool bank from the bundled catalogs, search it, select tools with the shipped
-policy (rationale, probability, arguments), and show how it compares with retrieval on unseen tools.
+"""The main job: build the default tool bank from the bundled catalogs, let the shipped policy choose tools
+(rationale, probability, arguments), compare with plain search, and show the committed results on unseen tools.
 
     make run          # or: .venv/bin/python demo.py [--bank PATH]
 
@@ -7,11 +7,12 @@ The bank is `$AUTOTOOL_HOME/bank` (default ~/.cache/autotool/bank) unless `--ban
 run re-embeds nothing: tools whose text did not change are left as they are.
 """
 
-import argparse
 import json
 import time
 import warnings
 from pathlib import Path
+
+import click
 
 from autotool import ArgumentError, select_tool
 from autotool.select import default_policy
@@ -26,6 +27,7 @@ QUERIES = [
     "Convert 250 US dollars to euros",
     "Translate this paragraph into Japanese",
 ]
+OWN_QUERY = "Book the 4th floor room for an hour at 3pm tomorrow"
 # A tool that no bundled catalog contains: the bank takes it like any other.
 NEW_TOOL = Tool(
     "book_meeting_room",
@@ -39,73 +41,84 @@ NEW_TOOL = Tool(
 )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bank", type=Path, default=None, help="bank folder (default: $AUTOTOOL_HOME/bank)")
-    args = parser.parse_args()
-
+def build_bank(path: Path) -> ToolBank:
     started = time.perf_counter()
-    bank = ToolBank.open(args.bank or default_bank_path())
-    print(f"bank: {bank.path}")
+    bank = ToolBank.open(path)
+    click.echo(f"bank: {bank.path}")
     for name in ("metatool", "seal_tools"):
         tools, _ = load_file(CATALOGS / name / "tools.jsonl", namespace=name)
         report = bank.add(tools, replace=True, progress=True)
-        print(f"  {name}: {len(tools)} tools ({len(report.added)} added, {len(report.replaced)} replaced, "
-              f"{len(report.unchanged)} unchanged, {report.embedded} embedded)")
+        click.echo(f"  {name}: {len(tools)} tools ({report.embedded} embedded now, the rest unchanged)")
     bank.add([NEW_TOOL], replace=True)
-    print(f"  office: 1 tool of our own ({NEW_TOOL.name})")
-    print(f"{len(bank)} tools ready in {time.perf_counter() - started:.1f} s\n")
+    click.echo(f"  office: 1 tool of our own ({NEW_TOOL.name})")
+    click.echo(f"{len(bank)} tools ready in {time.perf_counter() - started:.1f} s\n")
+    return bank
 
-    for query in QUERIES + ["Book the 4th floor room for an hour at 3pm tomorrow"]:
-        print(f"> {query}")
+
+def show_selections(bank: ToolBank) -> None:
+    """The shipped policy in reason mode; arguments are shown only where they validate against the schema."""
+    click.echo("select_tool, reason mode (the shipped policy writes a rationale, then the call: seconds on a CPU)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        policy = default_policy(bank)
+    for w in caught:  # our own notes (e.g. no shipped policy for this embedder), not libraries' deprecations
+        if issubclass(w.category, UserWarning) and w.filename.startswith(str(Path(__file__).parent / "autotool")):
+            click.echo(f"  note: {w.message}")
+    for query in [QUERIES[0], QUERIES[3], OWN_QUERY]:
+        started = time.perf_counter()
+        try:
+            selection = select_tool(query, bank, policy, k=3)
+        except ArgumentError as e:  # the call failed the schema twice: the choice stands, the arguments do not
+            selection = e.selection
+        click.echo(f"> {query}  ({time.perf_counter() - started:.1f} s)")
+        click.echo(f"  why:       {selection.rationale}")
+        click.echo(f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: "
+                   + ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates))
+        if selection.arguments is not None:
+            click.echo(f"  arguments: {json.dumps(selection.arguments, ensure_ascii=False)}\n")
+        else:
+            click.echo(f"  arguments: none that validate ({len(selection.argument_errors)} schema errors)\n")
+
+
+def show_searches(bank: ToolBank) -> None:
+    click.echo("search: the same requests by keywords (bm25), embeddings (dense) and both (hybrid), top 3")
+    for query in QUERIES + [OWN_QUERY]:
+        click.echo(f"> {query}")
         for mode in ("bm25", "dense", "hybrid"):
             started = time.perf_counter()
             hits = bank.search(query, k=3, mode=mode)
             ms = (time.perf_counter() - started) * 1000
-            print(f"  {mode:>6} ({ms:5.1f} ms): " + ", ".join(f"{h.name} {h.score:.3f}" for h in hits))
-        print()
-
-    print("select_tool (reason mode): rationale, anchor, selection by distance, arguments")
-    print("  (the shipped policy; on a CPU each takes seconds: it writes a rationale, then the call)")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        policy = default_policy(bank)
-    for w in caught:
-        print(f"  note: {w.message}")
-    for query in [QUERIES[0], QUERIES[3], "Book the 4th floor room for an hour at 3pm tomorrow"]:
-        started = time.perf_counter()
-        try:
-            selection, problem = select_tool(query, bank, policy, k=3), ""
-        except ArgumentError as e:
-            selection, problem = e.selection, f"invalid arguments ({e}); raw: {e.raw[:80]!r}"
-        print(f"> {query}  ({time.perf_counter() - started:.1f} s)")
-        print(f"  rationale: {selection.rationale!r}")
-        print(f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: "
-              + ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates))
-        print(f"  arguments: {json.dumps(selection.arguments) if selection.arguments is not None else problem}\n")
-    print_results()
+            click.echo(f"  {mode:>6} ({ms:5.1f} ms): " + ", ".join(f"{h.name} {h.score:.3f}" for h in hits))
+    click.echo()
 
 
-# The committed evaluations of the shipped policy (experiments/2026-11-29-eval-default/eval.sh, CPU) on
-# unseen-test samples that no earlier run had evaluated a policy on; in these runs the shipped policy is method
-# `shipped`.
+# The committed evaluations of the shipped policy on unseen-test samples that no earlier run had evaluated a
+# policy on (experiments/2026-11-29-eval-default/eval.sh, CPU); in these runs the policy is method `shipped`.
 RESULT_FOLDERS = {"metatool": "2026-11-30-metatool-phase2-unseen", "seal_tools": "2026-11-30-seal_tools-phase2-unseen"}
 SHOWN = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid", "shipped": "policy"}
 
 
-def print_results() -> None:
-    """The committed evaluation of the shipped policy, hit@1 on unseen tools."""
-    print("How it compares on tools it never saw (hit@1, unseen-test; committed results in experiments/, "
-          "not recomputed here):")
+def results_lines() -> list[str]:
+    """hit@1 on unseen tools from the committed evaluations, one line a benchmark."""
+    lines = []
     for bench, folder in RESULT_FOLDERS.items():
-        path = RESULTS / folder / "results.json"
-        if not path.exists():
-            print(f"  {bench}: no results at {path}")
-            continue
-        results = json.loads(path.read_text())
+        results = json.loads((RESULTS / folder / "results.json").read_text())
         split = next(s for s in results["splits"] if s["split"] == "unseen-test")
         cells = [f"{label} {split['methods'][m]['hit@1']:.3f}" for m, label in SHOWN.items() if m in split["methods"]]
-        print(f"  {bench} ({split['n_queries']} queries, {folder}): " + ", ".join(cells))
+        lines.append(f"  {bench} ({split['n_queries']} queries, experiments/{folder}): " + ", ".join(cells))
+    return lines
+
+
+@click.command(help=__doc__)
+@click.option("--bank", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Bank folder (default: $AUTOTOOL_HOME/bank).")
+def main(bank: Path | None) -> None:
+    tool_bank = build_bank(bank or default_bank_path())
+    show_selections(tool_bank)
+    show_searches(tool_bank)
+    click.echo("On tools it never saw (hit@1, unseen-test; committed results, not recomputed here):")
+    for line in results_lines():
+        click.echo(line)
 
 
 if __name__ == "__main__":

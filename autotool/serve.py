@@ -36,7 +36,8 @@ def build_server(bank: ToolBank, *, allow_write: bool = False, policy_path: str 
         """Let the autotool policy choose the tool for a request, say why, and fill its arguments.
 
         mode: reason (writes a rationale first) or fast (no rationale). arguments=false skips filling them
-        (then fast mode is one forward pass). On a CPU, reason mode with arguments takes seconds.
+        (then fast mode runs at most one forward pass, none while the head ignores the hidden state). On a CPU,
+        reason mode with arguments takes seconds.
         Returns {tool, probability, rationale, arguments, candidates: [{name, probability}, ...]}.
         """
         from autotool.policy import Policy

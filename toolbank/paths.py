@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 def autotool_home() -> Path:
-    """`$AUTOTOOL_HOME`, default `~/.cache/autotool`: banks, cached models and runs live here."""
+    """`$AUTOTOOL_HOME`, default `~/.cache/autotool`: the default bank, cached models and evaluation banks live here (training runs go to `runs/` under the working folder)."""
     return Path(os.environ.get("AUTOTOOL_HOME") or Path.home() / ".cache" / "autotool")
 
 
