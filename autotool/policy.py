@@ -27,6 +27,7 @@ import json
 import math
 import os
 import shutil
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,14 @@ FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 ANCHORS = ("residual", "pure")
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+@contextmanager
+def _quiet_peft():
+    """peft calls a transformers method that transformers has deprecated; the notice is for peft, not for users."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
 
 
 class PolicyError(ValueError):
@@ -112,7 +121,7 @@ class Policy:
         self.model, self.tokenizer, self.head = model, tokenizer, head
         self.backbone, self.embedder, self.dim = backbone, embedder, dim
         self.trained, self.info = trained, info or {}
-        self._prefix_cache = None  # (ids, KV cache) of the prompts' shared start; see `_cache_for`
+        self._prefix_cache = None  # (ids, KV cache) of the prompts' shared start; see `prefix_cache`
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -124,9 +133,10 @@ class Policy:
         model, tokenizer = load_backbone(backbone)
         # The protocol's tokens are new to the backbone: their embedding rows train with the adapters.
         special = tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS)
-        model = get_peft_model(model, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0,
-                                                 target_modules=LORA_TARGETS, task_type="CAUSAL_LM",
-                                                 trainable_token_indices={"embed_tokens": special}))
+        with _quiet_peft():
+            model = get_peft_model(model, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0,
+                                                     target_modules=LORA_TARGETS, task_type="CAUSAL_LM",
+                                                     trainable_token_indices={"embed_tokens": special}))
         model.eval()
         head = AnchorHead(model.config.hidden_size, bank.dim, anchor)
         backbone_id = DEFAULT_BACKBONE if backbone in (None, "default") else str(backbone)
@@ -176,7 +186,8 @@ class Policy:
         if not (path / "anchor_head.safetensors").is_file():
             raise PolicyError(f"{path / 'anchor_head.safetensors'} is missing")
         model, tokenizer = load_backbone(None if manifest["backbone"] == DEFAULT_BACKBONE else manifest["backbone"])
-        model = PeftModel.from_pretrained(model, path / "adapter", is_trainable=trainable)
+        with _quiet_peft():
+            model = PeftModel.from_pretrained(model, path / "adapter", is_trainable=trainable)
         model.eval()
         head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
         state = load_file(path / "anchor_head.safetensors")
