@@ -100,13 +100,17 @@ def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
 @main.command()
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: the address to bind (loopback only by default).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP: the address to bind (loopback only by default; any other needs a token).")
 @click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
 @click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
+@click.option("--token-file", type=click.Path(dir_okay=False),
+              help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
+                   "required with a --host beyond loopback.")
 @bank_option
 @policy_option
 @_user_errors
-def serve(transport, host, port, allow_write, bank, policy_path):
+def serve(transport, host, port, allow_write, token_file, bank, policy_path):
     """Serve the bank to agents over MCP: search_tools, select_tool, list_namespaces (and add_tool).
 
     \b
@@ -115,11 +119,13 @@ def serve(transport, host, port, allow_write, bank, policy_path):
     """
     from autotool.serve import build_server
     from toolbank.cli import announce_serving
-    from toolbank.serve import run
+    from toolbank.serve import run, serve_token
 
+    token = serve_token(transport, host, token_file)  # a ValueError: before the bank opens, a refused start fails fast
     tool_bank = _bank(bank)
     announce_serving(tool_bank, transport, host, port, allow_write)
-    run(build_server(tool_bank, allow_write=allow_write, policy_path=policy_path), transport, host=host, port=port)
+    run(build_server(tool_bank, allow_write=allow_write, policy_path=policy_path), transport, host=host, port=port,
+        token=token)
 
 
 if __name__ == "__main__":

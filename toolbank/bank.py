@@ -3,9 +3,14 @@
 ```
 bank/  manifest.json  {format_version, embedder, dim, index_factory}  (written last: a mirror of the store)
        bank.sqlite    the source of truth
-       index.faiss    derived; rebuilt when missing, corrupt or stale (index.json says which generation)
-       bank.lock      serialises writers across processes
+       index.faiss    derived; rebuilt when missing, corrupt or stale (index.json: its generation and sha256)
+       bank.lock      serialises writers across processes (every write into the folder holds it)
 ```
+
+A new bank is built in a temporary sibling folder (`.NAME.PID.tmp`) and renamed into place when it is complete
+(for `open_and_add`: with its first tools), so a crash or an error while creating leaves the path as it was.
+Temporaries of dead writers are cleared when a bank is opened. `bank.sqlite` is checked (`PRAGMA quick_check`)
+when a bank is opened: a damaged file is one `BankError` that says how to restore, not a traceback later.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import sqlite3
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +41,115 @@ HYBRID_DEPTH = 100  # how deep each ranking goes before fusion
 
 class BankError(ValueError):
     """A bank cannot be opened or changed as asked. The message says what to do."""
+
+
+class _Taken(Exception):
+    """Another process created a bank at the path while this one was building its own."""
+
+
+# What a bank folder holds; anything else in a folder without a manifest means it is not ours to clear.
+OWN_FILES = frozenset({"manifest.json", "bank.sqlite", "bank.sqlite-wal", "bank.sqlite-shm", "bank.sqlite-journal",
+                       "bank.lock", "index.faiss", "index.json"})
+
+
+def _damaged(db: Path | str, detail: str) -> BankError:
+    detail = detail if len(detail) <= 300 else detail[:300] + "..."
+    return BankError(f"{db} is damaged or not a bank database ({detail}). Restore the bank folder from a backup, "
+                     "or build a new bank from an export of the tools: `toolbank --bank NEW add tools.json` (export "
+                     f"from an earlier copy of the bank with `toolbank --bank COPY export -o tools.json`; "
+                     f"`sqlite3 {db} .recover` may salvage rows)")
+
+
+def database_error(path: Path | None, error: sqlite3.DatabaseError) -> BankError:
+    """The `BankError` for a SQLite error met while using the bank at `path`: a damaged file says so and how to
+    restore it; another failure (locked, disk I/O) names the file and SQLite's reason."""
+    db = Path(path) / "bank.sqlite" if path is not None else "bank.sqlite"
+    if type(error) is sqlite3.DatabaseError or getattr(error, "sqlite_errorname", "") in ("SQLITE_CORRUPT",
+                                                                                          "SQLITE_NOTADB"):
+        return _damaged(db, str(error))
+    return BankError(f"{db}: SQLite failed: {error}")
+
+
+def _temp_pid(name: str) -> int | None:
+    """The process id in the name of an `atomic_path` temporary (`.NAME.PID.tmp`), else None."""
+    parts = name.split(".")
+    return int(parts[-2]) if len(parts) >= 4 and parts[0] == "" and parts[-1] == "tmp" and parts[-2].isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _only_ours(folder: Path) -> bool:
+    return all(p.name in OWN_FILES or _temp_pid(p.name) is not None for p in folder.iterdir())
+
+
+def _clear_stale_temps(folder: Path) -> None:
+    """Remove the temporaries (`.NAME.PID.tmp`) that writers killed mid-write left in a bank folder. Every write
+    there holds the write lock, so while this process holds it no temporary is in use; when another writer
+    holds it, they are left for a later open."""
+    if not any(_temp_pid(p.name) is not None for p in folder.iterdir()):
+        return
+    try:
+        lock = open(folder / "bank.lock", "a")
+    except OSError:  # a read-only folder
+        return
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return
+        try:
+            for p in folder.iterdir():
+                if _temp_pid(p.name) is not None:
+                    _remove(p)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _clear_stale_builds(path: Path) -> None:
+    """Remove the folders (`.NAME.PID.tmp` next to the bank) in which processes now dead were creating it."""
+    try:
+        siblings = list(path.parent.glob(f".{path.name}.*.tmp"))
+    except OSError:
+        return
+    for p in siblings:
+        pid = _temp_pid(p.name)
+        if pid is not None and pid != os.getpid() and not _alive(pid) and p.is_dir() and _only_ours(p):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _unfinished(path: Path) -> bool:
+    """Whether `path` is a folder that a creation killed midway left (an earlier toolbank built a new bank in
+    place): no manifest, only a bank's own files, and no tools in its database."""
+    if not path.is_dir() or path.is_symlink() or (path / "manifest.json").exists() or not any(path.iterdir()):
+        return False
+    if not _only_ours(path):
+        return False
+    db = path / "bank.sqlite"
+    if not db.exists() or db.stat().st_size == 0:
+        return True
+    try:
+        con = sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT COUNT(*) FROM tools").fetchone()[0] == 0
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
 
 
 @dataclass
@@ -68,23 +183,82 @@ class ToolBank:
             index: `flat`, `hnsw` or a FAISS factory string.
         """
         path = Path(path)
+        model, factory = cls._new_settings(path, embedder, index)
+        try:
+            with cls._building(path, model, factory):
+                pass
+        except _Taken:
+            raise BankError(f"{path} is already a bank; open it with ToolBank.load") from None
+        return cls.load(path, model)
+
+    @classmethod
+    def open_and_add(cls, path: str | Path | None, tools: Iterable[Tool], *, embedder: str | Embedder | None = None,
+                     index: str = "flat", **options) -> tuple["ToolBank", AddReport]:
+        """`add` `tools` (with `options`, see `add`) to the bank at `path` (default: `default_bank_path()`),
+        creating it when the folder is new: a new bank appears only once it holds the tools, so a failed or
+        interrupted first add leaves the path as it was. Returns the bank and the `AddReport`."""
+        path = Path(path) if path else default_bank_path()
+        if not (path / "manifest.json").exists():
+            model, factory = cls._new_settings(path, embedder or DEFAULT_EMBEDDER, index)
+            try:
+                with cls._building(path, model, factory) as bank:
+                    report = bank.add(tools, **options)
+                return cls.load(path, model), report
+            except _Taken:  # another process created it meanwhile: add to that one
+                pass
+        bank = cls.load(path, embedder)
+        return bank, bank.add(tools, **options)
+
+    @staticmethod
+    def _new_settings(path: Path, embedder: str | Embedder, index: str) -> tuple[Embedder, str]:
+        """Check that a bank can be created at `path`; its embedder and index factory."""
         if (path / "manifest.json").exists():
             raise BankError(f"{path} is already a bank; open it with ToolBank.load")
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        if path.exists() and (not path.is_dir() or any(path.iterdir())) and not _unfinished(path):
             raise BankError(f"{path} exists and is not an empty folder; choose a new folder for the bank")
         model = load_embedder(embedder) if isinstance(embedder, str) else embedder
         factory = resolve_factory(index)
         VectorIndex.build(factory, model.dim, np.zeros(0, np.int64), np.zeros((0, model.dim), np.float32), 0)
-        path.mkdir(parents=True, exist_ok=True)
-        store = Store(path / "bank.sqlite")
-        with store.transaction():
-            store.set_meta("format_version", str(FORMAT_VERSION))
-            store.set_meta("embedder", model.id)
-            store.set_meta("dim", str(model.dim))
-            store.set_meta("index_factory", factory)
-        bank = cls(path, store, model)
-        bank._write_manifest()
-        return bank
+        return model, factory
+
+    @classmethod
+    @contextmanager
+    def _building(cls, path: Path, model: Embedder, factory: str) -> Iterator["ToolBank"]:
+        """A new empty bank in a temporary sibling of `path`, renamed to `path` when the block ends without an
+        error; on an error (or a crash) `path` stays as it was. `_Taken` when another process made `path` a bank
+        meanwhile. The rename never replaces a folder that has files (but a creation an earlier toolbank left
+        unfinished, see `_unfinished`)."""
+        path = path.resolve() if path.is_symlink() else path  # a link to an empty folder: build next to that
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _clear_stale_builds(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        _remove(tmp)
+        tmp.mkdir()
+        bank = None
+        try:
+            store = Store(tmp / "bank.sqlite")
+            bank = cls(tmp, store, model)
+            with store.transaction():
+                store.set_meta("format_version", str(FORMAT_VERSION))
+                store.set_meta("embedder", model.id)
+                store.set_meta("dim", str(model.dim))
+                store.set_meta("index_factory", factory)
+            bank._write_manifest()
+            yield bank
+            bank.close()  # the last connection: SQLite folds the WAL into bank.sqlite
+            if _unfinished(path):
+                for p in path.iterdir():
+                    _remove(p)
+            try:
+                os.rename(tmp, path)  # a folder onto a missing or empty folder, in one step
+            except OSError:
+                if (path / "manifest.json").exists():
+                    raise _Taken from None
+                raise BankError(f"{path} exists and is not an empty folder; choose a new folder for the bank") from None
+        finally:
+            if bank is not None:
+                bank.close()
+            _remove(tmp)
 
     @classmethod
     def load(cls, path: str | Path, embedder: str | Embedder | None = None) -> "ToolBank":
@@ -110,9 +284,16 @@ class ToolBank:
         try:
             bank = cls(path, Store(path / "bank.sqlite"))
             bank.dim  # reads the store's metadata
-        except (sqlite3.DatabaseError, TypeError) as e:
-            raise BankError(f"{path / 'bank.sqlite'} is damaged or not a bank database ({e}); restore it from a "
-                            "backup, or export what you can and build a new bank") from None
+            problem = bank.store.check()
+        except sqlite3.DatabaseError as e:
+            raise database_error(path, e) from None
+        except TypeError:  # no dim in the metadata
+            raise _damaged(path / "bank.sqlite", "it holds no bank metadata") from None
+        if problem is not None:
+            bank.close()
+            raise _damaged(path / "bank.sqlite", f"SQLite's integrity check: {problem}")
+        _clear_stale_temps(path)
+        _clear_stale_builds(path)
         if embedder is not None:
             model = load_embedder(embedder) if isinstance(embedder, str) else embedder
             if (model.id, model.dim) != (bank.embedder_id, bank.dim):
@@ -127,9 +308,14 @@ class ToolBank:
              index: str = "flat") -> "ToolBank":
         """Load the bank at `path` (default: `default_bank_path()`), creating it when the folder is new."""
         path = Path(path) if path else default_bank_path()
-        if (path / "manifest.json").exists():
-            return cls.load(path, embedder)
-        return cls.create(path, embedder or DEFAULT_EMBEDDER, index)
+        if not (path / "manifest.json").exists():
+            try:
+                return cls.create(path, embedder or DEFAULT_EMBEDDER, index)
+            except BankError:
+                if not (path / "manifest.json").exists():
+                    raise
+                # another process created it meanwhile
+        return cls.load(path, embedder)
 
     def close(self) -> None:
         self.store.close()
@@ -223,8 +409,10 @@ class ToolBank:
         with self._write_lock():
             existing = self.store.tools(self.store.ids_by_name(names).values())
             existing = {t.name: t for t in existing.values()}
-            clash = [] if replace else sorted(n for n, t in existing.items()
-                                               if replace_only_in is None or t.namespace != replace_only_in)
+            given = {t.name: t for t in tools}
+            # A tool identical to the stored one is unchanged, not a clash (so an add re-run after a crash is a no-op).
+            clash = [] if replace else sorted(n for n, t in existing.items() if t != given[n]
+                                               and (replace_only_in is None or t.namespace != replace_only_in))
             if clash:
                 where = "" if replace_only_in is None else f" outside namespace {replace_only_in!r}"
                 raise BankError(f"tool {clash[0]!r} is already in the bank{where}"
@@ -312,8 +500,8 @@ class ToolBank:
         generation = self.store.generation
         if self._index is not None and self._index.generation == generation:
             return self._index
-        self._index = VectorIndex.load(self.path, self.index_factory, generation, len(self.store))
-        if self._index is None:
+        self._index = VectorIndex.load(self.path, self.index_factory, generation, len(self.store), warn=False)
+        if self._index is None:  # missing, stale or damaged: load again under the lock (warning), else rebuild
             with self._write_lock():
                 self._index = VectorIndex.load(self.path, self.index_factory, self.store.generation, len(self.store))
                 if self._index is None:

@@ -26,7 +26,9 @@ def _user_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from toolbank.bank import BankError
+        import sqlite3
+
+        from toolbank.bank import BankError, database_error
         from toolbank.embed import EmbedderError
         from toolbank.index import IndexFactoryError
         from toolbank.tool import ToolError
@@ -35,6 +37,8 @@ def _user_errors(fn):
             return fn(*args, **kwargs)
         except (BankError, EmbedderError, IndexFactoryError, ToolError) as e:
             raise click.ClickException(str(e)) from None
+        except sqlite3.DatabaseError as e:  # damage that the check on open did not see
+            raise click.ClickException(str(database_error(_bank_path(click.get_current_context()), e))) from None
         except KeyError as e:
             raise click.ClickException(e.args[0]) from None
 
@@ -103,9 +107,9 @@ def _add(ctx, tools, errors, replace, embedder, prune=None, source="the input", 
     if (path / "manifest.json").exists() and embedder:
         raise click.ClickException(f"--embedder applies when creating a bank; {path} exists. "
                                    "To re-embed it use `toolbank reindex --embedder ...`")
-    bank = ToolBank.open(path, embedder=embedder)
-    report = bank.add(tools, replace=replace, progress=len(tools) >= 64, prune=prune,
-                      replace_only_in=replace_only_in)
+    # A new bank appears only with its tools: a failed or killed first add leaves the path as it was.
+    bank, report = ToolBank.open_and_add(path, tools, embedder=embedder, replace=replace,
+                                         progress=len(tools) >= 64, prune=prune, replace_only_in=replace_only_in)
     click.echo(f"{bank.path}: added {len(report.added)}, replaced {len(report.replaced)}, "
                f"unchanged {len(report.unchanged)}"
                + (f", removed {len(report.removed)}" if prune is not None else "")
@@ -287,12 +291,16 @@ def stats(ctx, as_json):
 @main.command()
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: the address to bind (loopback only by default).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP: the address to bind (loopback only by default; any other needs a token).")
 @click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
 @click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
+@click.option("--token-file", type=click.Path(dir_okay=False),
+              help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
+                   "required with a --host beyond loopback.")
 @click.pass_context
 @_user_errors
-def serve(ctx, transport, host, port, allow_write):
+def serve(ctx, transport, host, port, allow_write, token_file):
     """Serve the bank's search to agents over MCP: search_tools, list_namespaces (and add_tool).
 
     `autotool serve` serves the same tools plus the policy's select_tool.
@@ -300,12 +308,17 @@ def serve(ctx, transport, host, port, allow_write):
     \b
     toolbank --bank ./bank serve                          # for an MCP client that starts it
     toolbank --bank ./bank serve --transport http --port 8000
+    AUTOTOOL_SERVE_TOKEN=... toolbank --bank ./bank serve --transport http --host 0.0.0.0
     """
-    from toolbank.serve import build_server, run
+    from toolbank.serve import ServeError, build_server, run, serve_token
 
+    try:
+        token = serve_token(transport, host, token_file)  # before the bank opens: a refused start fails fast
+    except ServeError as e:
+        raise click.ClickException(str(e)) from None
     bank = _load(ctx)
     announce_serving(bank, transport, host, port, allow_write)
-    run(build_server(bank, allow_write=allow_write), transport, host=host, port=port)
+    run(build_server(bank, allow_write=allow_write), transport, host=host, port=port, token=token)
 
 
 def announce_serving(bank, transport: str, host: str, port: int, allow_write: bool) -> None:

@@ -92,10 +92,13 @@ def test_duplicate_needs_replace(cli, write_json, tmp_path):
     path = write_json("tools.json", GOOD)
     cli("add", path)
     before = bank_state(tmp_path)
-    result = cli("add", path)
+    result = cli("add", path)  # the same tools again (e.g. an add re-run after a crash): unchanged, no error
+    assert result.exit_code == 0 and "added 0, replaced 0, unchanged 2" in result.output
+    assert bank_state(tmp_path) == before  # generation too: the index stays current
+    changed = [{**GOOD[0], "description": "Weather now"}]
+    result = cli("add", write_json("new.json", changed))  # the same name, other content
     assert result.exit_code == 1 and "already in the bank" in result.output and "--replace" in result.output
     assert bank_state(tmp_path) == before
-    changed = [{**GOOD[0], "description": "Weather now"}]
     assert "replaced 1" in cli("add", "--replace", write_json("new.json", changed)).output
 
 
