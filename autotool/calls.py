@@ -9,7 +9,9 @@ import json
 from collections import Counter
 from typing import Any, Sequence
 
-import jsonschema
+import referencing.exceptions
+
+from toolbank.tool import schema_validator
 
 R_CORRECT_MIN, R_CORRECT_MAX = -3.0, 3.0
 
@@ -20,7 +22,10 @@ class CallError(ValueError):
 
 def parse_arguments(text: str) -> dict[str, Any]:
     """The JSON object at the start of `text` (a model writes it after `"arguments": `); ValueError if none."""
-    obj, _ = json.JSONDecoder().raw_decode(text.strip())
+    try:
+        obj, _ = json.JSONDecoder().raw_decode(text.strip())
+    except RecursionError:
+        raise ValueError("arguments nested too deeply to parse") from None
     if not isinstance(obj, dict):
         raise ValueError("arguments are not a JSON object")
     return obj
@@ -32,6 +37,8 @@ def parse_call(text: str) -> dict[str, Any]:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise CallError(f"the call is not JSON: {e}") from None
+    except RecursionError:
+        raise CallError("the call is nested too deeply to parse") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
         raise CallError('the call must be a JSON object with a string "name"')
     arguments = obj.get("arguments", {})
@@ -41,10 +48,21 @@ def parse_call(text: str) -> dict[str, Any]:
 
 
 def schema_errors(arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    """Why `arguments` fail `schema` (empty when valid); an empty schema accepts anything."""
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    """Why `arguments` fail `schema` (empty when valid); an empty schema accepts anything.
+
+    Only the schema's own local references (`#/...`) are followed: nothing is fetched from the network or the
+    disk. A reference that does not resolve, or nesting too deep to check, is an error in the list.
+    """
+    try:
+        errors = list(schema_validator(schema).iter_errors(arguments))
+    except referencing.exceptions.Unresolvable as e:  # jsonschema wraps it, keeping the class
+        ref = getattr(e, "ref", "") or str(e)
+        return [(f"(schema): reference {ref[:100]!r} does not resolve within the schema (only local '#/...' "
+                 "references are followed; nothing is fetched)")]
+    except RecursionError:
+        return ["(arguments): nested too deeply to check against the schema"]
     return [f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: {e.message}"
-            for e in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))]
+            for e in sorted(errors, key=lambda e: list(e.absolute_path))]
 
 
 def multiset_jaccard(gold: Sequence, predicted: Sequence) -> float:

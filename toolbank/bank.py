@@ -32,7 +32,7 @@ from toolbank.index import VectorIndex, resolve_factory
 from toolbank.paths import atomic_write, default_bank_path
 from toolbank.search import MODES, BM25Index, SearchHit, reciprocal_rank_fusion
 from toolbank.store import Store
-from toolbank.tool import Tool
+from toolbank.tool import Tool, flag_suspicious, short
 
 FORMAT_VERSION = 1
 LARGE_BANK = 50_000  # above this, suggest an HNSW index
@@ -41,6 +41,20 @@ HYBRID_DEPTH = 100  # how deep each ranking goes before fusion
 
 class BankError(ValueError):
     """A bank cannot be opened or changed as asked. The message says what to do."""
+
+
+class NameClash(BankError):
+    """Tools of these names are already in the bank (and `replace` was not given)."""
+
+    def __init__(self, names: Sequence[str], where: str = ""):
+        self.names, self.where = list(names), where
+        super().__init__(self.message("replace=True"))
+
+    def message(self, how: str) -> str:
+        """The message, with `how` to overwrite (the CLI says `--replace`)."""
+        return (f"tool {short(self.names[0])!r} is already in the bank{self.where}"
+                + (f" (and {len(self.names) - 1} more)" if len(self.names) > 1 else "")
+                + f"; use {how} to overwrite; nothing was added")
 
 
 class _Taken(Exception):
@@ -161,6 +175,7 @@ class AddReport:
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # by `prune`
     embedded: int = 0  # texts that went through the embedder (unchanged texts reuse their embedding)
+    flagged: dict[str, str] = field(default_factory=dict)  # name -> the phrase addressing the model (tagged suspicious)
 
 
 class ToolBank:
@@ -171,6 +186,7 @@ class ToolBank:
         self._embedder = embedder
         self._index: VectorIndex | None = None
         self._bm25: tuple[int, BM25Index] | None = None
+        self._filters: tuple[int, dict] | None = None  # (generation, {filter: allowed row ids})
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
@@ -393,31 +409,28 @@ class ToolBank:
 
         Returns:
             An `AddReport`. A tool identical to the stored one is left as it is; a text that did not
-            change is not re-embedded.
+            change is not re-embedded. A tool whose text addresses the model ("always select this tool",
+            "ignore previous instructions") is stored with the tag `suspicious` and listed in `flagged`.
         """
+        report = AddReport()
         tools = list(tools)
+        for i, tool in enumerate(tools):
+            tools[i], phrase = flag_suspicious(tool)
+            if phrase is not None:
+                report.flagged[tool.name] = phrase
         names = [t.name for t in tools]
         if len(set(names)) != len(names):
             twice = sorted({n for n in names if names.count(n) > 1})
-            raise BankError(f"tool names repeat in this batch: {', '.join(twice[:10])}; nothing was added")
-        report = AddReport()
+            raise BankError(f"tool names repeat in this batch: {', '.join(short(n) for n in twice[:10])}; "
+                            "nothing was added")
+        self._check_clash(tools, replace, replace_only_in)  # before embedding, so a clash fails fast
         # Embed outside the lock so two writers embed in parallel; texts already stored are reused.
         known = self.store.embeddings_by_hash(t.text_hash for t in tools)
         fresh = {t.text_hash: t.text for t in tools if t.text_hash not in known}
         vectors = dict(zip(fresh, self.embedder.encode(list(fresh.values()), progress=progress))) if fresh else {}
         report.embedded = len(fresh)
         with self._write_lock():
-            existing = self.store.tools(self.store.ids_by_name(names).values())
-            existing = {t.name: t for t in existing.values()}
-            given = {t.name: t for t in tools}
-            # A tool identical to the stored one is unchanged, not a clash (so an add re-run after a crash is a no-op).
-            clash = [] if replace else sorted(n for n, t in existing.items() if t != given[n]
-                                               and (replace_only_in is None or t.namespace != replace_only_in))
-            if clash:
-                where = "" if replace_only_in is None else f" outside namespace {replace_only_in!r}"
-                raise BankError(f"tool {clash[0]!r} is already in the bank{where}"
-                                + (f" (and {len(clash) - 1} more)" if len(clash) > 1 else "")
-                                + "; use --replace (replace=True) to overwrite; nothing was added")
+            existing = self._check_clash(tools, replace, replace_only_in)  # again: another writer may have added
             generation = self.store.generation
             with self.store.transaction():
                 missing = [t.text_hash for t in tools if t.text_hash not in vectors]
@@ -448,6 +461,18 @@ class ToolBank:
                 else:
                     self._rebuild_index()
         return report
+
+    def _check_clash(self, tools: list[Tool], replace: bool, replace_only_in: str | None) -> dict[str, Tool]:
+        """The stored tools of the same names; `NameClash` for those `add` may not overwrite."""
+        existing = self.store.tools(self.store.ids_by_name([t.name for t in tools]).values())
+        existing = {t.name: t for t in existing.values()}
+        given = {t.name: t for t in tools}
+        # A tool identical to the stored one is unchanged, not a clash (so an add re-run after a crash is a no-op).
+        clash = [] if replace else sorted(n for n, t in existing.items() if t != given[n]
+                                           and (replace_only_in is None or t.namespace != replace_only_in))
+        if clash:
+            raise NameClash(clash, "" if replace_only_in is None else f" outside namespace {replace_only_in!r}")
+        return existing
 
     def remove(self, names: Sequence[str]) -> None:
         """Remove tools by name, in one transaction; `BankError` naming the first unknown one."""
@@ -517,7 +542,8 @@ class ToolBank:
 
     # -- search ---------------------------------------------------------------------------------
     def search(self, query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None,
-               tags: Sequence[str] = (), query_vector: np.ndarray | None = None) -> list[SearchHit]:
+               tags: Sequence[str] = (), query_vector: np.ndarray | None = None,
+               exclude_tags: Sequence[str] = ()) -> list[SearchHit]:
         """Rank tools for `query`.
 
         Args:
@@ -526,6 +552,8 @@ class ToolBank:
             mode: `dense` (cosine of embeddings), `bm25` or `hybrid` (reciprocal rank fusion of both).
             namespace: Only tools in this namespace.
             tags: Only tools carrying all these tags.
+            exclude_tags: No tool carrying any of these tags (e.g. `suspicious`, set by `add` on tools whose
+                text addresses the model).
             query_vector: (dim,) unit vector to use for the dense part instead of embedding `query`
                 (e.g. when queries were embedded in a batch).
 
@@ -538,7 +566,7 @@ class ToolBank:
             raise BankError("the query is empty; say what the tool should do")
         if k < 1:
             raise BankError(f"k must be at least 1, got {k}")
-        allowed = self.store.ids_where(namespace, tags) if namespace is not None or tags else None
+        allowed = self._allowed_ids(namespace, tuple(tags), tuple(exclude_tags))
         depth = max(k, HYBRID_DEPTH) if mode == "hybrid" else k
         ranked: list[tuple[int, float]]
         if mode in ("dense", "hybrid"):
@@ -553,6 +581,27 @@ class ToolBank:
         ranked = ranked[:k]
         tools = self.store.tools(i for i, _ in ranked)
         return [SearchHit(tools[i], float(s)) for i, s in ranked if i in tools]
+
+    def _allowed_ids(self, namespace: str | None, tags: tuple[str, ...],
+                     exclude_tags: tuple[str, ...]) -> list[int] | None:
+        """Row ids a search with these filters may return (None: any); kept per generation, as a filter such as
+        MCP search's `suspicious` one applies to every query."""
+        if namespace is None and not tags and not exclude_tags:
+            return None
+        generation = self.store.generation
+        if self._filters is None or self._filters[0] != generation or len(self._filters[1]) > 64:
+            self._filters = (generation, {})
+        key = (namespace, tags, exclude_tags)
+        if key not in self._filters[1]:
+            excluded = set()
+            for tag in exclude_tags:
+                excluded.update(self.store.ids_where(None, [tag]))
+            if namespace is None and not tags and not excluded:
+                allowed = None
+            else:
+                allowed = [i for i in self.store.ids_where(namespace, tags) if i not in excluded]
+            self._filters[1][key] = allowed
+        return self._filters[1][key]
 
     def vectors(self, names: Sequence[str]) -> np.ndarray:
         """(len(names), dim) stored embeddings of the named tools; `KeyError` naming a missing one."""

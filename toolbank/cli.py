@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -58,7 +59,15 @@ def _load(ctx: click.Context):
 
 
 def _echo_json(data) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    click.echo(_json_text(data))
+
+
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # json.dumps leaves them raw
+
+
+def _json_text(data) -> str:
+    """Indented JSON whose strings show no terminal control characters (all are \\u escapes)."""
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, indent=2, ensure_ascii=False))
 
 
 @click.group()
@@ -81,26 +90,54 @@ def init(ctx, embedder, index_factory):
     """Create an empty bank (add creates one with the defaults when needed)."""
     from toolbank.bank import ToolBank
 
-    bank = ToolBank.create(_bank_path(ctx), embedder, index_factory)
+    path = _bank_path(ctx)
+    if (path / "manifest.json").exists():
+        raise click.ClickException(f"{path} is already a bank; add tools with `toolbank --bank {path} add FILE`, "
+                                   "or choose a new folder")
+    bank = ToolBank.create(path, embedder, index_factory)
     click.echo(f"created bank {bank.path} (embedder {bank.embedder_id}, dim {bank.dim}, index {bank.index_factory})")
 
 
-def _read_files(files, fmt, namespace, skip_invalid):
-    from toolbank.tool import load_file
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
-    tools, errors = [], []
+
+def printable(text: str) -> str:
+    """`text` for a terminal: control characters (escape sequences, bidi overrides) shown as `\\xNN`/`\\uNNNN`."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
+def _read_files(files, fmt, namespace):
+    """Every file's valid tools, the errors (each invalid tool, JSONL line or file that does not parse; a name
+    in two files) and notes (ignored keys)."""
+    from toolbank.tool import ToolError, load_file
+
+    tools, errors, notes, seen = [], [], [], {}
     for file in files:
-        file_tools, file_errors = load_file(file, fmt, namespace=namespace, skip_invalid=skip_invalid)
-        tools += file_tools
+        file_tools, file_errors = load_file(file, fmt, namespace=namespace, skip_invalid=True, notes=notes)
         errors += file_errors
-    return tools, errors
+        for tool in file_tools:
+            if tool.name in seen:
+                errors.append(ToolError(f"is also in {seen[tool.name]}; names must be unique across the files",
+                                        file=str(file), tool=tool.name, field="name"))
+                continue
+            seen[tool.name] = str(file)
+            tools.append(tool)
+    return tools, errors, notes
 
 
-def _add(ctx, tools, errors, replace, embedder, prune=None, source="the input", replace_only_in=None):
-    from toolbank.bank import ToolBank
+def _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None, source="the input",
+         replace_only_in=None):
+    from toolbank.bank import NameClash, ToolBank
+    from toolbank.tool import SUSPICIOUS_TAG, short
 
+    for note in notes:
+        click.echo(f"warning: {printable(note)}", err=True)
     for error in errors:
-        click.echo(f"skipped: {error}", err=True)
+        click.echo(f"{'skipped' if skip_invalid else 'invalid'}: {printable(str(error))}", err=True)
+    if errors and not skip_invalid:
+        raise click.ClickException(f"{len(errors)} invalid {'entry' if len(errors) == 1 else 'entries'} in "
+                                   f"{source} (listed above); nothing was changed. Fix them, or add the valid "
+                                   "tools with --skip-invalid")
     if not tools and prune is None:
         raise click.ClickException(f"no valid tools in {source}; nothing was changed")
     path = _bank_path(ctx)
@@ -108,8 +145,15 @@ def _add(ctx, tools, errors, replace, embedder, prune=None, source="the input", 
         raise click.ClickException(f"--embedder applies when creating a bank; {path} exists. "
                                    "To re-embed it use `toolbank reindex --embedder ...`")
     # A new bank appears only with its tools: a failed or killed first add leaves the path as it was.
-    bank, report = ToolBank.open_and_add(path, tools, embedder=embedder, replace=replace,
-                                         progress=len(tools) >= 64, prune=prune, replace_only_in=replace_only_in)
+    try:
+        bank, report = ToolBank.open_and_add(path, tools, embedder=embedder, replace=replace,
+                                             progress=len(tools) >= 64, prune=prune, replace_only_in=replace_only_in)
+    except NameClash as e:
+        raise click.ClickException(e.message("--replace")) from None
+    for name, phrase in report.flagged.items():
+        click.echo(f"warning: tool {short(name)!r}: its text addresses the model ({printable(phrase)!r}); tagged "
+                   f"{SUSPICIOUS_TAG!r} (leave it out of a search with --exclude-tag {SUSPICIOUS_TAG}; MCP "
+                   "search_tools leaves it out)", err=True)
     click.echo(f"{bank.path}: added {len(report.added)}, replaced {len(report.replaced)}, "
                f"unchanged {len(report.unchanged)}"
                + (f", removed {len(report.removed)}" if prune is not None else "")
@@ -142,9 +186,12 @@ def _with_add_options(fn):
 def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
     """Register the tools in FILES (JSON or JSONL: one tool, a list, or an MCP tools/list result).
 
-    All tools of all files go in one transaction: one invalid tool adds none (see --skip-invalid).
+    All tools of all files go in one transaction: one invalid tool adds none, and every invalid one is listed
+    (see --skip-invalid). Keys a format does not define are ignored with a warning; a schema under a key the
+    format does not read is an error.
     """
-    _add(ctx, *_read_files(files, fmt, namespace, skip_invalid), replace, embedder)
+    _add(ctx, *_read_files(files, fmt, namespace), replace, skip_invalid, embedder,
+         source="FILES" if len(files) > 1 else files[0])
 
 
 @main.command("import")
@@ -177,7 +224,8 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
             raise click.UsageError("--format is required with FILES")
         if sync:
             raise click.UsageError("--sync applies to --from-mcp")
-        _add(ctx, *_read_files(files, fmt, namespace, skip_invalid), replace, embedder)
+        _add(ctx, *_read_files(files, fmt, namespace), replace, skip_invalid, embedder,
+             source="FILES" if len(files) > 1 else files[0])
         return
     from toolbank.mcp_import import list_server_tools, namespace_for
     from toolbank.tool import from_dicts
@@ -185,11 +233,12 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
     server_name, objects = list_server_tools(command, timeout=timeout)
     namespace = namespace or namespace_for(server_name, command)
     source = f"MCP server `{command}`"
-    tools, errors = from_dicts(objects, source, "mcp", namespace=namespace, skip_invalid=skip_invalid)
+    notes = []
+    tools, errors = from_dicts(objects, source, "mcp", namespace=namespace, skip_invalid=True, notes=notes)
     click.echo(f"{source}: {len(objects)} tools listed, namespace {namespace!r}", err=True)
     # The server's own tools from an earlier import are updated; a name held by another namespace is not.
-    _add(ctx, tools, errors, replace, embedder, prune=namespace if sync else None, source=source,
-         replace_only_in=None if replace else namespace)
+    _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=namespace if sync else None,
+         source=source, replace_only_in=None if replace else namespace)
 
 
 @main.command()
@@ -216,7 +265,7 @@ def list_(ctx, namespace, as_json):
         return
     for t in tools:
         line = t.description.splitlines()[0] if t.description else ""
-        click.echo(f"{t.name}\t{(t.namespace or '')}\t{line[:100]}")
+        click.echo(f"{t.name}\t{(t.namespace or '')}\t{printable(line[:100])}")
 
 
 @main.command()
@@ -231,8 +280,8 @@ def show(ctx, name, fmt, as_json):
     if as_json:
         _echo_json(tool.to_dict(fmt))
         return
-    click.echo(json.dumps(tool.to_dict(fmt), indent=2, ensure_ascii=False))
-    click.echo("\nembedded text:\n" + tool.text)
+    click.echo(_json_text(tool.to_dict(fmt)))
+    click.echo("\nembedded text:\n" + "\n".join(printable(line) for line in tool.text.split("\n")))
 
 
 @main.command()
@@ -242,19 +291,22 @@ def show(ctx, name, fmt, as_json):
               help="dense: embedding cosine; bm25: keywords; hybrid: reciprocal rank fusion of both.")
 @click.option("--namespace", help="Only tools in this namespace.")
 @click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable).")
+@click.option("--exclude-tag", "exclude_tags", multiple=True,
+              help="No tools with this tag (repeatable), e.g. suspicious: tools whose text addresses the model.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @click.pass_context
 @_user_errors
-def search(ctx, query, k, mode, namespace, tags, as_json):
+def search(ctx, query, k, mode, namespace, tags, exclude_tags, as_json):
     """Rank the bank's tools for QUERY."""
-    hits = _load(ctx).search(query, k=k, mode=mode, namespace=namespace, tags=tags)
+    hits = _load(ctx).search(query, k=k, mode=mode, namespace=namespace, tags=tags, exclude_tags=exclude_tags)
     if as_json:
         _echo_json([{"name": h.name, "score": h.score, "tool": h.tool.to_dict()} for h in hits])
         return
     if not hits:
         click.echo("no matching tools")
     for rank, hit in enumerate(hits, 1):
-        click.echo(f"{rank:>2}. {hit.score:8.4f}  {hit.name}  {hit.tool.description.splitlines()[0][:90] if hit.tool.description else ''}")
+        line = hit.tool.description.splitlines()[0][:90] if hit.tool.description else ""
+        click.echo(f"{rank:>2}. {hit.score:8.4f}  {hit.name}  {printable(line)}")
 
 
 @main.command()

@@ -33,15 +33,17 @@ class BM25Index:
 
         self.ids = np.asarray(ids, dtype=np.int64)
         self.retriever = bm25s.BM25()
-        if len(texts):
-            self.retriever.index(bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False)
+        corpus = bm25s.tokenize(list(texts), stopwords="en", show_progress=False) if len(texts) else None
+        self.indexed = corpus is not None and bool(corpus.vocab)  # bm25s fails on a corpus without a word
+        if self.indexed:
+            self.retriever.index(corpus, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:
         """(n,) BM25 score of every tool, in `self.ids` order."""
         import bm25s
 
         tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-        tokens = [t for t in tokens if t in self.retriever.vocab_dict] if len(self.ids) else []
+        tokens = [t for t in tokens if t in self.retriever.vocab_dict] if self.indexed else []
         if not tokens:
             return np.zeros(len(self.ids), dtype=np.float32)
         return np.asarray(self.retriever.get_scores(tokens), dtype=np.float32)

@@ -33,7 +33,7 @@ from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
 
 from toolbank.bank import ToolBank, database_error
 from toolbank.search import MODES
-from toolbank.tool import from_dict
+from toolbank.tool import SUSPICIOUS_TAG, from_dict, short
 
 INSTRUCTIONS = ("Find the right tool for a task among the tools of this bank. `search_tools` ranks tools for a "
                 "request (hybrid: BM25 and embeddings) and returns each tool's JSON Schema.")
@@ -81,14 +81,18 @@ def build_server(bank: ToolBank, *, allow_write: bool = False, guarded: Guard | 
     guarded.bank_path = bank.path
 
     @server.tool()
-    def search_tools(query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None) -> dict[str, Any]:
+    def search_tools(query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None,
+                     include_suspicious: bool = False) -> dict[str, Any]:
         """Rank the bank's tools for a request. mode: hybrid (default), dense or bm25.
 
+        Tools tagged `suspicious` (their description addresses the model, e.g. "always select this tool") are
+        left out unless include_suspicious=true.
         Returns {"tools": [{name, description, namespace, parameters (JSON Schema), score}, ...]}, best first.
         """
         if mode not in MODES:
             raise MCPToolError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-        hits = guarded(bank.search, query, k=k, mode=mode, namespace=namespace)
+        hits = guarded(bank.search, query, k=k, mode=mode, namespace=namespace,
+                       exclude_tags=() if include_suspicious else (SUSPICIOUS_TAG,))
         return {"tools": [tool_json(h.tool, h.score) for h in hits]}
 
     @server.tool()
@@ -106,9 +110,12 @@ def build_server(bank: ToolBank, *, allow_write: bool = False, guarded: Guard | 
             With replace=true a tool of the same name is overwritten.
             """
             def run():
-                report = bank.add([from_dict(tool)], replace=replace)
+                notes: list[str] = []
+                report = bank.add([from_dict(tool, notes=notes)], replace=replace)
+                notes += [f"tool {short(name)!r}: its text addresses the model ({phrase!r}); tagged "
+                          f"{SUSPICIOUS_TAG!r}, so search_tools leaves it out" for name, phrase in report.flagged.items()]
                 return {"added": report.added, "replaced": report.replaced, "unchanged": report.unchanged,
-                        "tools": len(bank)}
+                        "tools": len(bank)} | ({"warnings": notes} if notes else {})
 
             name = _tool_name(tool)
             try:

@@ -67,7 +67,7 @@ def test_unchanged_text_is_not_re_embedded(tmp_path):
 def test_duplicate_without_replace_leaves_bank_unchanged(bank):
     generation, before = bank.store.generation, list(bank)
     new = [Tool("brand_new", "something else"), Tool("get_weather", "another weather tool")]
-    with pytest.raises(BankError, match="'get_weather' is already in the bank.*--replace"):
+    with pytest.raises(BankError, match="'get_weather' is already in the bank; use replace=True"):
         bank.add(new)
     assert list(bank) == before and bank.store.generation == generation and "brand_new" not in bank
 

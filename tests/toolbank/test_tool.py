@@ -86,7 +86,7 @@ def test_invalid_tool_names_file_tool_and_field(write_json, obj, field, words):
     ('{"name": "caf\u00e9"}'.encode("latin-1"), "not UTF-8"),
     (b'{"name": "a", ', "invalid JSON"),
     (b'[\n{"name": "a"},\n{"name": \n]', "invalid JSON:"),
-    (b'{"name": "a"}\n{"name": "b"\n', "invalid JSON on line 2"),
+    (b'{"name": "a"}\n{"name": "b"\n', r"f\.json:2: invalid JSON: Expecting ',' delimiter at column 13"),
     (b'"just a string"', "expected a JSON object or list"),
 ])
 def test_bad_files(write_json, raw, words):
