@@ -12,7 +12,6 @@ of 16 is the code before chunking (one forward-backward over all rollouts). Run 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -20,7 +19,11 @@ import sys
 import time
 from pathlib import Path
 
+import click
+
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from training.cli import doc_help  # noqa: E402
 OUT = ROOT / "bench" / "out"
 
 
@@ -79,42 +82,42 @@ def measure(bench: str, policy: str, cache: Path, loss: str, chunk: int) -> dict
             "peak_before_gib": before, "peak_gib": peak_gib(), "seconds": seconds}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bench", default="seal_tools")
-    parser.add_argument("--policy", default=str(ROOT / "autotool" / "default_policy"))
-    parser.add_argument("--chunks", default="16,4,2", help="chunk sizes, comma-separated (16: all rollouts at once)")
-    parser.add_argument("--one", nargs=2, metavar=("LOSS", "CHUNK"), help=argparse.SUPPRESS)  # a child process
-    args = parser.parse_args()
+@click.command(help=doc_help(__doc__))
+@click.option("--bench", default="seal_tools", show_default=True, help="The benchmark whose train queries to roll out.")
+@click.option("--policy", default=str(ROOT / "autotool" / "default_policy"), show_default=True,
+              help="The policy folder.")
+@click.option("--chunks", default="16,4,2", show_default=True,
+              help="Chunk sizes, comma-separated (16: all rollouts at once).")
+@click.option("--one", nargs=2, type=(str, int), default=None, hidden=True)  # a child process: LOSS CHUNK
+def main(bench: str, policy: str, chunks: str, one: tuple[str, int] | None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     OUT.mkdir(parents=True, exist_ok=True)
-    cache = OUT / f"chunk-rollouts-{args.bench}.pt"
-    if args.one:
-        print(json.dumps(measure(args.bench, args.policy, cache, args.one[0], int(args.one[1]))))
-        return 0
+    cache = OUT / f"chunk-rollouts-{bench}.pt"
+    if one:
+        print(json.dumps(measure(bench, policy, cache, one[0], one[1])))
+        return
     if not cache.exists():
-        print(f"writing one step's rollouts on {args.bench} (cached in {cache})", file=sys.stderr)
-        write_rollouts(args.bench, args.policy, cache)
+        print(f"writing one step's rollouts on {bench} (cached in {cache})", file=sys.stderr)
+        write_rollouts(bench, policy, cache)
     rows = []
     for loss in ("grpo", "rank"):
-        for chunk in (int(c) for c in args.chunks.split(",")):
+        for chunk in (int(c) for c in chunks.split(",")):
             print(f"{loss}, chunk {chunk} ...", file=sys.stderr)
-            done = subprocess.run([sys.executable, __file__, "--bench", args.bench, "--policy", args.policy,
+            done = subprocess.run([sys.executable, __file__, "--bench", bench, "--policy", policy,
                                    "--one", loss, str(chunk)], capture_output=True, text=True, cwd=ROOT)
             if done.returncode != 0:
                 print(done.stderr, file=sys.stderr)
-                return done.returncode
+                sys.exit(done.returncode)
             rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
     first = {r["loss"]: r for r in reversed(rows)}  # per loss, the first chunk size listed is the baseline
-    print(f"\n{args.bench}: {rows[0]['rollouts']} rollouts, {rows[0]['tokens']} tokens; peak resident memory "
+    print(f"\n{bench}: {rows[0]['rollouts']} rollouts, {rows[0]['tokens']} tokens; peak resident memory "
           f"of the process (VmHWM) before and after the backward\n")
     print("| loss | chunk | peak before GiB | peak after GiB | seconds | seconds / first row's |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['loss']} | {r['chunk']} | {r['peak_before_gib']:.2f} | {r['peak_gib']:.2f} | {r['seconds']:.1f} "
               f"| {r['seconds'] / first[r['loss']]['seconds']:.2f} |")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

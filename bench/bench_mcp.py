@@ -10,7 +10,6 @@ N concurrent clients (queueing on 2 cores). Queries are real benchmark queries. 
 
 from __future__ import annotations
 
-import argparse
 import json
 import socket
 import subprocess
@@ -18,14 +17,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
+import click
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries  # noqa: E402
 
 from toolbank import ToolBank, load_embedder  # noqa: E402
+from training.cli import doc_help  # noqa: E402
 
 
 def free_port() -> int:
@@ -74,14 +76,15 @@ async def load(url: str, per_client: list[list[str]], k: int, mode: str) -> tupl
     return times, errors, time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tools", type=int, default=10_000)
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--calls", type=int, default=500, help="per client")
-    parser.add_argument("--mode", default="hybrid")
-    parser.add_argument("-k", type=int, default=5)
-    args = parser.parse_args()
+@click.command(help=doc_help(__doc__))
+@click.option("--tools", type=int, default=10_000, show_default=True, help="Tools in the bank.")
+@click.option("--clients", type=int, default=8, show_default=True, help="Concurrent MCP clients.")
+@click.option("--calls", type=int, default=500, show_default=True, help="Calls per client.")
+@click.option("--mode", default="hybrid", show_default=True, help="search_tools mode: dense, bm25 or hybrid.")
+@click.option("-k", type=int, default=5, show_default=True, help="Tools a search returns.")
+@click.pass_context
+def main(ctx: click.Context, **_) -> None:
+    args = SimpleNamespace(**ctx.params)
     OUT.mkdir(exist_ok=True)
     pool = queries(1000)
     rng = np.random.default_rng(0)
@@ -123,7 +126,7 @@ def main() -> None:
     print("| setting | clients | calls | p50 ms | p95 ms | errors | calls/s |\n|---|---:|---:|---:|---:|---:|---:|")
     for name, clients, n, p50, p95, n_errors, rate in rows:
         print(f"| {name} | {clients} | {n} | {p50:.1f} | {p95:.1f} | {n_errors} | {'' if rate is None else f'{rate:.1f}'} |")
-    (OUT / "mcp.json").write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2))
+    (OUT / "mcp.json").write_text(json.dumps({"args": ctx.params, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

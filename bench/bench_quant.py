@@ -16,18 +16,21 @@ Run it alone (two jobs on 2 cores slow torch several-fold). Prints a Markdown ta
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import sys
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
+import click
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
+from training.cli import doc_help  # noqa: E402
+
 DATA = Path(__file__).parents[1] / "autotool" / "data" / "metatool"
 OUT = Path(__file__).parent / "out"
 
@@ -97,12 +100,13 @@ def bench_backbone(prompts: list[str], tokens: int) -> dict:
             "example": {"float32": a[0][:160], "int8": b[0][:160]}}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--prompts", type=int, default=8)
-    parser.add_argument("--tokens", type=int, default=32)
-    args = parser.parse_args()
+@click.command(help=doc_help(__doc__))
+@click.option("--queries", type=int, default=200, show_default=True, help="Real MetaTool queries embedded.")
+@click.option("--prompts", type=int, default=8, show_default=True, help="Prompts the backbone continues.")
+@click.option("--tokens", type=int, default=32, show_default=True, help="New tokens per greedy continuation.")
+@click.pass_context
+def main(ctx: click.Context, **_) -> None:
+    args = SimpleNamespace(**ctx.params)
     warnings.filterwarnings("ignore")
     lines = [json.loads(line)["query"] for line in open(DATA / "queries.jsonl")]
     queries = lines[::max(1, len(lines) // args.queries)][:args.queries]
@@ -123,7 +127,7 @@ def main() -> None:
           f"continuations identical.\n  float32: {backbone['example']['float32']!r}\n  int8:    "
           f"{backbone['example']['int8']!r}")
     OUT.mkdir(exist_ok=True)
-    (OUT / "quant.json").write_text(json.dumps({"embedder": embedder, "backbone": backbone, "args": vars(args)},
+    (OUT / "quant.json").write_text(json.dumps({"embedder": embedder, "backbone": backbone, "args": ctx.params},
                                                indent=2) + "\n")
 
 

@@ -12,14 +12,15 @@ Prints a Markdown table.
 
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
+import click
 import torch
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
@@ -29,6 +30,7 @@ from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries  #
 from autotool import ArgumentError, Policy, select_tool  # noqa: E402
 from autotool.select import SHIPPED_POLICY, default_policy  # noqa: E402
 from toolbank import ToolBank, load_embedder  # noqa: E402
+from training.cli import doc_help  # noqa: E402
 
 
 def timed(fn, items) -> tuple[float, float]:
@@ -48,13 +50,14 @@ def with_arguments(query, bank, policy):
         pass  # an untrained backbone often writes invalid arguments; the time still counts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,10000")
-    parser.add_argument("--queries", type=int, default=40)
-    parser.add_argument("--fast-only", action="store_true", help="Skip the reason rows (seconds a query).")
-    parser.add_argument("--shipped", action="store_true", help="With --fast-only: still time the shipped policy.")
-    args = parser.parse_args()
+@click.command(help=doc_help(__doc__))
+@click.option("--sizes", default="1000,10000", show_default=True, help="Bank sizes in tools, comma-separated.")
+@click.option("--queries", type=int, default=40, show_default=True, help="Real benchmark queries timed.")
+@click.option("--fast-only", is_flag=True, help="Skip the reason rows (seconds a query).")
+@click.option("--shipped", is_flag=True, help="With --fast-only: still time the shipped policy.")
+@click.pass_context
+def main(ctx: click.Context, **_) -> None:
+    args = SimpleNamespace(**ctx.params)
     sizes = [int(s) for s in args.sizes.split(",")]
     OUT.mkdir(exist_ok=True)
     tools = catalog(max(sizes))

@@ -11,7 +11,6 @@ real benchmark queries. Prints a Markdown table and writes bench/out/toolbank.js
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
@@ -21,10 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import click
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from toolbank import Tool, ToolBank, load_embedder, load_file  # noqa: E402
+from training.cli import doc_help  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "autotool" / "data"
 OUT = Path(__file__).parent / "out"
@@ -100,15 +101,14 @@ def time_searches(bank: ToolBank, qs: list[str], mode: str, k: int = 10) -> tupl
     return percentiles(times)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--queries", type=int, default=200)
-    args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+@click.command(help=doc_help(__doc__))
+@click.option("--sizes", default="1000,10000,100000", show_default=True, help="Bank sizes in tools, comma-separated.")
+@click.option("--queries", "n_queries", type=int, default=200, show_default=True, help="Real benchmark queries timed.")
+def main(sizes: str, n_queries: int) -> None:
+    sizes = [int(s) for s in sizes.split(",")]
     OUT.mkdir(exist_ok=True)
     model = load_embedder()
-    qs = queries(args.queries)
+    qs = queries(n_queries)
     rows, results = [], {"sizes": {}}
 
     # Embedding throughput: a bulk add of 1,000 real tool texts through ToolBank.add (nothing cached).

@@ -20,14 +20,15 @@ policy wrote).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
+import click
 import numpy as np
 import torch
 from tqdm import tqdm
@@ -41,6 +42,7 @@ from autotool.benchmarks import step_input
 
 B_GRID = [round(0.05 * i, 2) for i in range(21)]  # 0 .. 1
 L_GRID = [0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0]
+from training.cli import CommandError, doc_help, run
 G_GRID = np.geomspace(1.0, 200.0, 47).tolist()
 
 
@@ -160,17 +162,21 @@ def write_head(policy_path: Path, policy: Policy, b: float, g: float, record: di
     atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("policy", type=Path, help="a policy folder")
-    parser.add_argument("--bench", default="metatool,seal_tools", help="benchmarks whose val splits to fit on")
-    parser.add_argument("--limit", type=int, default=400, help="val queries per benchmark (seeded sample; 0: all)")
-    parser.add_argument("--seed", type=int, default=0, help="split seed (the one the policy was trained with)")
-    parser.add_argument("--out", type=Path, default=None, help="folder for results.md and the rationales")
-    parser.add_argument("--no-lexical", dest="lexical", action="store_false",
-                        help="keep the lexical prior's weights l and l_later at 0 (fit b and g only)")
-    parser.add_argument("--write", action="store_true", help="store the fitted b, l, l_later and g in the policy folder")
-    args = parser.parse_args(argv)
+@click.command(help=doc_help(__doc__) + "\n\nPOLICY: a policy folder.")
+@click.argument("policy", type=click.Path(path_type=Path))
+@click.option("--bench", default="metatool,seal_tools", show_default=True,
+              help="Benchmarks whose val splits to fit on, comma-separated.")
+@click.option("--limit", type=int, default=400, show_default=True,
+              help="Val queries per benchmark (seeded sample; 0: all).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Split seed (the one the policy was trained with).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for results.md and the rationales.")
+@click.option("--lexical/--no-lexical", default=True, show_default=True,
+              help="Fit the lexical prior's weights l and l_later; --no-lexical keeps them at 0 (fits b and g only).")
+@click.option("--write", is_flag=True, help="Store the fitted b, l, l_later and g in the policy folder.")
+def cli(**params) -> int:
+    args = SimpleNamespace(**params)
     benches = [b.strip() for b in args.bench.split(",") if b.strip()]
     try:  # every argument checked before the minutes of writing rationales
         if not benches or args.limit < 0:
@@ -183,8 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             raise PolicyError(f"{args.policy} has a {policy.head.anchor} anchor; only the residual anchor mixes "
                               "in E(rationale)")
     except (BenchmarkError, PolicyError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        raise CommandError(str(e)) from None
     vals = [write_rationales(policy, name, args.limit, seed=args.seed) for name in benches]
     a = policy.head.a.item()
     grid = L_GRID if args.lexical else [0.0]
@@ -214,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                        f"{'' if args.lexical else ' --no-lexical'} --write"}, lexical, lexical_later)
         print(f"wrote b, l, l_later and g to {args.policy / 'anchor_head.safetensors'}")
     return 0
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m training.calibrate ARGS`, returning the exit code (default `sys.argv[1:]`)."""
+    return run(cli, argv)
+
 
 
 def _report(args, vals: list[ValSteps], a: float, cells: GridHits, table: dict[Fit, list[float]], chosen: Fit,

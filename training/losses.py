@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from autotool.calls import toolrl_correctness
+from training.config import at_least
 
 
 @dataclass
 class RewardWeights:
-    format: float = 1.0
-    correct: float = 1.0
-    select: float = 1.0
+    """The weights of the reward's terms, `R = w_f R_format + w_c R_correct + w_s R_select` (see `reward`)."""
+
+    format: float = field(default=1.0, metadata={"help": "w_f, the weight of R_format (1 when the thought is "
+                                                         "closed and the call is wrapped in its tags and parses)"})
+    correct: float = field(default=1.0, metadata={"help": "w_c, the weight of R_correct (in [-3, 3]: the parsed "
+                                                          "call against the gold one)"})
+    select: float = field(default=1.0, metadata={"help": "w_s, the weight of R_select (1 when the tool drawn is "
+                                                         "the gold tool)"})
+
+    def __post_init__(self):
+        at_least(self, 0, "format", "correct", "select")
 
 
 def reward(format_ok: bool, call: dict | None, gold_call: dict, chosen_tool: str,

@@ -4,9 +4,10 @@
     python -m training.phase1 --config training/configs/phase1.yaml --stages '[grpo]' --init runs/x/policy-sft
     accelerate launch -m training.phase1 --config training/configs/phase1.yaml
 
-Any config key can be overridden: `--sft.steps 10 --grpo.group 8 --out runs/try`. Run it again with the
-same `--out` to resume from the last checkpoint. Writes into `out`: metrics.csv, curves.png, tensorboard/,
-checkpoints/, policy-sft/, policy-grpo/, eval/{initial,after-sft,after-grpo}.json.
+Any config key can be overridden: `--sft.steps 10 --grpo.group 8 --out runs/try` (`--help` lists every key
+with its type, default and meaning). Run it again with the same `--out` to resume from the last checkpoint.
+Writes into `out`: metrics.csv, curves.png, tensorboard/, checkpoints/, policy-sft/, policy-grpo/,
+eval/{initial,after-sft,after-grpo}.json.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import click
 import torch
 
 from autotool.rollout import embed, logprobs, teacher_rollout
 from training import loop
-from training.config import ConfigError, load
+from training.cli import CommandError, ConfigCommand, doc_help, run
+from training.config import ConfigError, at_least, load, positive, require
 from training.losses import RewardWeights, grpo_loss, group_advantages
 from training.trainer import RunConfig, Trainer
 
@@ -28,39 +31,69 @@ STAGES = ("sft", "grpo")
 
 @dataclass
 class SFTConfig:
-    steps: int = 60
-    batch_size: int = 8
-    lr: float = 2e-4
-    head_lr: float = 1e-3
-    head_weight_decay: float = 0.01
-    select_weight: float = 1.0  # weight of the selection cross-entropy beside the language-model loss
-    max_grad_norm: float = 1.0
+    """Supervised fine-tuning on the trajectories: the language-model loss plus the selection cross-entropy."""
+
+    steps: int = field(default=60, metadata={"help": "optimizer steps"})
+    batch_size: int = field(default=8, metadata={"help": "training steps (examples) per optimizer step"})
+    lr: float = field(default=2e-4, metadata={"help": "learning rate of the LoRA adapters and token embeddings"})
+    head_lr: float = field(default=1e-3, metadata={"help": "learning rate of the anchor head (0 keeps it as it is)"})
+    head_weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay of the head's map W"})
+    select_weight: float = field(default=1.0, metadata={"help": "weight of the selection cross-entropy beside "
+                                                                "the language-model loss"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clip"})
+
+    def __post_init__(self):
+        at_least(self, 0, "steps", "lr", "head_lr", "head_weight_decay", "select_weight")
+        at_least(self, 1, "batch_size")
+        positive(self, "max_grad_norm")
 
 
 @dataclass
 class GRPOConfig:
-    steps: int = 20
-    batch_size: int = 4  # queries per step
-    group: int = 4  # rollouts per query (G)
-    lr: float = 5e-5
-    head_lr: float = 2e-4
-    head_weight_decay: float = 0.01
-    beta: float = 0.04  # KL coefficient
-    epsilon: float = 0.2  # ratio clip
-    temperature: float = 1.0
-    updates_per_batch: int = 1  # optimizer steps on each batch of rollouts (ratio != 1 from the second on)
-    chunk: int = 4  # rollouts in one forward-backward (memory: one chunk's activations are held)
-    tool_weight: float = 1.0  # weight of the tool choice's term beside the mean over tokens
-    max_grad_norm: float = 1.0
-    reward: RewardWeights = field(default_factory=RewardWeights)
+    """GRPO with the ToolRL reward: groups of sampled rollouts per query, advantages within each group."""
+
+    steps: int = field(default=20, metadata={"help": "optimizer steps"})
+    batch_size: int = field(default=4, metadata={"help": "queries per step"})
+    group: int = field(default=4, metadata={"help": "rollouts per query (G); the advantages compare them"})
+    lr: float = field(default=5e-5, metadata={"help": "learning rate of the LoRA adapters and token embeddings"})
+    head_lr: float = field(default=2e-4, metadata={"help": "learning rate of the anchor head (0 keeps it as it is)"})
+    head_weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay of the head's map W"})
+    beta: float = field(default=0.04, metadata={"help": "KL coefficient (0: no KL term and no reference policy)"})
+    epsilon: float = field(default=0.2, metadata={"help": "ratio clip: the ratio is clipped to [1 - epsilon, "
+                                                          "1 + epsilon]"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
+    updates_per_batch: int = field(default=1, metadata={"help": "optimizer steps on each batch of rollouts "
+                                                                "(ratio != 1 from the second on)"})
+    chunk: int = field(default=4, metadata={"help": "rollouts in one forward-backward (memory: one chunk's "
+                                                    "activations are held; the gradient is the same)"})
+    tool_weight: float = field(default=1.0, metadata={"help": "weight of the tool choice's term beside the mean "
+                                                              "over tokens"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clip"})
+    reward: RewardWeights = field(default_factory=RewardWeights, metadata={"help": "the reward's weights"})
+
+    def __post_init__(self):
+        at_least(self, 0, "steps", "lr", "head_lr", "head_weight_decay", "beta", "tool_weight")
+        at_least(self, 1, "batch_size", "updates_per_batch", "chunk")
+        at_least(self, 2, "group")  # one rollout has no group to be compared with: its advantage is 0
+        require(0 < self.epsilon < 1, "epsilon", f"must be between 0 and 1, got {self.epsilon!r}")
+        positive(self, "temperature", "max_grad_norm")
 
 
 @dataclass
 class Phase1Config(RunConfig):
-    out: str = "runs/phase1"
-    stages: list = field(default_factory=lambda: list(STAGES))
-    sft: SFTConfig = field(default_factory=SFTConfig)
-    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    """Phase I: SFT, then GRPO."""
+
+    out: str = field(default="runs/phase1", metadata={"help": "the run folder; a second run with the same one "
+                                                              "resumes from its last checkpoint"})
+    stages: list = field(default_factory=lambda: list(STAGES),
+                         metadata={"help": f"the stages to run, in order ({', '.join(STAGES)})"})
+    sft: SFTConfig = field(default_factory=SFTConfig, metadata={"help": "supervised fine-tuning"})
+    grpo: GRPOConfig = field(default_factory=GRPOConfig, metadata={"help": "GRPO"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(bool(self.stages) and all(s in STAGES for s in self.stages), "stages",
+                f"must be a list of {', '.join(STAGES)}; got {self.stages!r}")
 
 
 def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c: GRPOConfig,
@@ -68,8 +101,8 @@ def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c
     """Accumulate the gradient of `grpo_loss` over all rollouts, one chunk of rollouts at a time.
 
     The loss is a mean over rollouts, so each chunk's mean, weighted by its share of the rollouts, sums to it:
-    the gradient is the one a single backward gives, with one chunk's activations held (all 16 rollouts of a Seal-Tools
-    step at once reached 22.6 GiB). `refs` and `olds` are each chunk's `logprobs` under the reference and the
+    the gradient is the one a single backward gives, with one chunk's activations held instead of every rollout's
+    (measured: bench/README.md). `refs` and `olds` are each chunk's `logprobs` under the reference and the
     policy that wrote the rollouts (None: no KL term; the ratio is taken to the current policy). Returns the
     loss and its diagnostics over the whole batch.
     """
@@ -93,18 +126,13 @@ def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c
 
 class Phase1(Trainer):
     def __init__(self, config: Phase1Config):
-        unknown = [s for s in config.stages if s not in STAGES]
-        if unknown or not config.stages:
-            raise ConfigError(f"key 'stages': expected a list of {', '.join(STAGES)}, got {config.stages!r}")
-        if config.grpo.chunk < 1:
-            raise ConfigError(f"key 'grpo.chunk': rollouts a backward holds, at least 1; got {config.grpo.chunk}")
         super().__init__(config, list(config.stages), "phase 1")
         self.reference = None
 
     def sft_loss(self, batch: list) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Language-model loss on the rationale and call tokens + `select_weight` x the selection cross-entropy."""
-        queries = embed(self.table, [e.input.query for e in batch])
-        rationales = embed(self.table, [e.rationale for e in batch])
+        queries = embed(self.table.embedder, [e.input.query for e in batch])
+        rationales = embed(self.table.embedder, [e.rationale for e in batch])
         rollouts = [teacher_rollout(self.policy, self.table, e.input, e.rationale, e.tool, e.call, q, r)
                     for e, q, r in zip(batch, queries, rationales)]
         token_logp, mask, tool_logp = logprobs(self.policy, self.table, rollouts)
@@ -175,36 +203,37 @@ class Phase1(Trainer):
                         {s: self.optimizer_for(s) for s in STAGES}, {"grpo": self.start_grpo})
 
 
-def parse_args(argv: list[str]) -> tuple[str | None, list[str]]:
-    """`--config PATH` and the `--key value` overrides after it."""
-    if "--help" in argv or "-h" in argv:
-        print(__doc__)
-        sys.exit(0)
-    config = None
-    if "--config" in argv:
-        i = argv.index("--config")
-        if i + 1 >= len(argv):
-            raise ConfigError("--config needs a YAML file")
-        config, argv = argv[i + 1], argv[:i] + argv[i + 2:]
-    return config, argv
+def command(doc: str, default=Phase1Config, phase=Phase1) -> click.Command:
+    """The click command of a phase: `--config PATH`, then any config key as `--KEY VALUE` (`training.config.load`);
+    exit 2 on a config or data error."""
+
+    @click.command(cls=ConfigCommand, config_class=default, help=doc_help(doc))
+    @click.option("--config", "path", type=click.Path(dir_okay=False), metavar="PATH",
+                  help="A YAML file of config keys (training/configs/); the --KEY VALUE overrides win over it.")
+    @click.pass_context
+    def cli(ctx: click.Context, path: str | None) -> int:
+        from autotool.benchmarks import BenchmarkError
+        from training.data import DataError
+
+        try:
+            config = load(default(), path, ctx.args)
+            trainer = phase(config)
+            final = trainer.train()
+        except (ConfigError, BenchmarkError, DataError) as e:
+            raise CommandError(str(e)) from None
+        if trainer.main:
+            click.echo(f"done: {final}  (metrics {trainer.out / 'metrics.csv'}, curves {trainer.out / 'curves.png'})")
+        return 0
+
+    return cli
 
 
-def main(argv: list[str] | None = None, default=Phase1Config, phase=Phase1) -> int:
-    from autotool.benchmarks import BenchmarkError
-    from training.data import DataError
+cli = command(__doc__)
 
-    argv = sys.argv[1:] if argv is None else argv
-    try:
-        path, overrides = parse_args(argv)
-        config = load(default(), path, overrides)
-        trainer = phase(config)
-        final = trainer.train()
-    except (ConfigError, BenchmarkError, DataError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if trainer.main:
-        print(f"done: {final}  (metrics {trainer.out / 'metrics.csv'}, curves {trainer.out / 'curves.png'})")
-    return 0
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m training.phase1 ARGS`, returning the exit code (default `sys.argv[1:]`)."""
+    return run(cli, argv)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@ import torch
 
 from autotool.rollout import logprobs
 from training import loop
-from training.config import ConfigError
+from training.cli import run
+from training.config import ConfigError, at_least, positive, require
 from training.losses import RewardWeights, plackett_luce_loss
-from training.phase1 import main as run_main
+from training.phase1 import command
 from training.trainer import RunConfig, Trainer
 
 STAGES = ("rank",)
@@ -31,24 +32,45 @@ STAGES = ("rank",)
 
 @dataclass
 class RankConfig:
-    steps: int = 12
-    batch_size: int = 2  # queries per step
-    candidates: int = 8  # rollouts per query (N)
-    chunk: int = 4  # rollouts in one forward-backward of the loss (memory: one chunk's activations are held)
-    beta: float = 0.1  # score scale
-    lr: float = 2e-5
-    head_lr: float = 2e-4
-    head_weight_decay: float = 0.01
-    temperature: float = 1.0
-    max_grad_norm: float = 1.0
-    reward: RewardWeights = field(default_factory=RewardWeights)
+    """The Plackett-Luce ranking of each query's sampled rollouts by their rewards."""
+
+    steps: int = field(default=12, metadata={"help": "optimizer steps"})
+    batch_size: int = field(default=2, metadata={"help": "queries per step"})
+    candidates: int = field(default=8, metadata={"help": "rollouts per query (N), ranked against each other"})
+    chunk: int = field(default=4, metadata={"help": "rollouts in one forward-backward of the loss (memory: one "
+                                                    "chunk's activations are held; the gradient is the same)"})
+    beta: float = field(default=0.1, metadata={"help": "score scale: a rollout's score is beta * (log pi_theta - "
+                                                       "log pi_ref) of its selection segments"})
+    lr: float = field(default=2e-5, metadata={"help": "learning rate of the LoRA adapters and token embeddings"})
+    head_lr: float = field(default=2e-4, metadata={"help": "learning rate of the anchor head (0 keeps it as it is)"})
+    head_weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay of the head's map W"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clip"})
+    reward: RewardWeights = field(default_factory=RewardWeights,
+                                  metadata={"help": "the reward's weights (rollouts are ranked by tool hit, then "
+                                                    "format + call correctness)"})
+
+    def __post_init__(self):
+        at_least(self, 0, "steps", "lr", "head_lr", "head_weight_decay")
+        at_least(self, 1, "batch_size", "chunk")
+        at_least(self, 2, "candidates")  # a ranking needs two rollouts
+        positive(self, "beta", "temperature", "max_grad_norm")
 
 
 @dataclass
 class Phase2Config(RunConfig):
-    out: str = "runs/phase2"
-    stages: list = field(default_factory=lambda: list(STAGES))
-    rank: RankConfig = field(default_factory=RankConfig)
+    """Phase II: the ranking stage, from a Phase I policy (`init`)."""
+
+    out: str = field(default="runs/phase2", metadata={"help": "the run folder; a second run with the same one "
+                                                              "resumes from its last checkpoint"})
+    stages: list = field(default_factory=lambda: list(STAGES), metadata={"help": f"the stages to run: "
+                                                                                 f"{', '.join(STAGES)} only"})
+    rank: RankConfig = field(default_factory=RankConfig, metadata={"help": "the ranking stage"})
+
+    def __post_init__(self):
+        super().__post_init__()
+        require(list(self.stages) == list(STAGES), "stages", f"must be [{STAGES[0]}]: Phase II has one stage; "
+                                                             f"got {self.stages!r}")
 
 
 def rank_value(terms: dict[str, float]) -> float:
@@ -78,8 +100,8 @@ def ranking_backward(policy, reference, table, rollouts, values: torch.Tensor, b
     """The Plackett-Luce loss of `values` (queries, candidates) over the rollouts' scores, with its gradient
     accumulated in the policy's parameters, `chunk` rollouts at a time; returns (loss, scores), detached.
 
-    The loss couples every rollout of a query, so one backward would hold the activations of all of them (18.8
-    GiB on Seal-Tools' long tool cards). Instead (gradient caching): the scores without a graph, the loss's
+    The loss couples every rollout of a query, so one backward would hold the activations of all of them
+    (measured: bench/README.md). Instead (gradient caching): the scores without a graph, the loss's
     gradient in the scores alone, then each chunk's forward again, back-propagated with its share of that
     gradient. Same gradient as one backward over all rollouts; one chunk's activations; one extra forward.
     """
@@ -97,12 +119,8 @@ def ranking_backward(policy, reference, table, rollouts, values: torch.Tensor, b
 
 class Phase2(Trainer):
     def __init__(self, config: Phase2Config):
-        if list(config.stages) != list(STAGES):
-            raise ConfigError(f"key 'stages': Phase II has one stage, {STAGES[0]!r}")
-        if not config.init:
+        if not config.init:  # not a check of Phase2Config: the shipped phase2.yaml leaves init to the command line
             raise ConfigError("key 'init': Phase II starts from a Phase I policy folder (--init PATH)")
-        if config.rank.chunk < 1:
-            raise ConfigError(f"key 'rank.chunk': rollouts a backward holds, at least 1; got {config.rank.chunk}")
         super().__init__(config, list(config.stages), "phase 2")
         self.reference = None
 
@@ -141,12 +159,12 @@ class Phase2(Trainer):
                         {"rank": self.start})
 
 
+cli = command(__doc__, Phase2Config, Phase2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if "--help" in argv or "-h" in argv:
-        print(__doc__)
-        return 0
-    return run_main(argv, Phase2Config, Phase2)
+    """`python -m training.phase2 ARGS`, returning the exit code (default `sys.argv[1:]`)."""
+    return run(cli, argv)
 
 
 if __name__ == "__main__":

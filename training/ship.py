@@ -1,6 +1,6 @@
 """Copy a trained policy folder into the package as the default policy, recording how it was made.
 
-    python -m training.ship runs/default-seal_tools/policy-sft autotool/default_policy \
+    python -m training.ship runs/default-seal_tools/policy-sft autotool/default_policy \\
         --command "make train-default" --data "metatool train, then seal_tools train"
 
 The manifest gains `shipped`: the data, the command, the commit, the date, and the chain of runs that led to
@@ -13,7 +13,6 @@ steps; otherwise DEST stays as it is and the command says so (exit 0).
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import shutil
@@ -21,7 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
+
 from toolbank import atomic_path
+from training.cli import CommandError, doc_help, run
 
 
 def lineage(policy: Path) -> list[dict]:
@@ -76,38 +78,41 @@ def commit() -> str:
         return "unknown"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("policy", type=Path, help="a trained policy folder")
-    parser.add_argument("dest", type=Path, help="where to put it (autotool/default_policy)")
-    parser.add_argument("--command", required=True, help="the command that trained it")
-    parser.add_argument("--data", required=True, help="what it was trained on, in words")
-    parser.add_argument("--unless-worse-on-val", action="store_true",
-                        help="keep DEST if its calibrated val hit@1 is higher than POLICY's (both calibrated with "
-                             "python -m training.calibrate --write on the same val steps)")
-    args = parser.parse_args(argv)
-    if not (args.policy / "manifest.json").is_file():
-        print(f"error: {args.policy} is not a policy folder (no manifest.json)", file=sys.stderr)
-        return 2
-    manifest = json.loads((args.policy / "manifest.json").read_text())
-    if args.unless_worse_on_val:
+@click.command(help=doc_help(__doc__) + "\n\nPOLICY: a trained policy folder. DEST: where to put it "
+                                        "(autotool/default_policy).")
+@click.argument("policy", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("--command", required=True, help="The command that trained it.")
+@click.option("--data", required=True, help="What it was trained on, in words.")
+@click.option("--unless-worse-on-val", is_flag=True,
+              help="Keep DEST if its calibrated val hit@1 is higher than POLICY's (both calibrated with "
+                   "python -m training.calibrate --write on the same val steps).")
+def cli(policy: Path, dest: Path, command: str, data: str, unless_worse_on_val: bool) -> int:
+    if not (policy / "manifest.json").is_file():
+        raise CommandError(f"{policy} is not a policy folder (no manifest.json)")
+    manifest = json.loads((policy / "manifest.json").read_text())
+    if unless_worse_on_val:
         try:
-            reason = worse_on_val(args.policy, manifest, args.dest)
+            reason = worse_on_val(policy, manifest, dest)
         except ValueError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+            raise CommandError(str(e)) from None
         if reason:
-            print(f"kept {args.dest}: {args.policy} is worse on val ({reason})")
+            click.echo(f"kept {dest}: {policy} is worse on val ({reason})")
             return 0
-    manifest["shipped"] = {"data": args.data, "command": args.command, "commit": commit(),
-                           "date": datetime.date.today().isoformat(), "lineage": lineage(args.policy)}
+    manifest["shipped"] = {"data": data, "command": command, "commit": commit(),
+                           "date": datetime.date.today().isoformat(), "lineage": lineage(policy)}
     manifest.pop("config", None)  # the last run's config is in the lineage
-    with atomic_path(args.dest) as tmp:
-        shutil.copytree(args.policy, tmp, ignore=shutil.ignore_patterns("manifest.json"))
+    with atomic_path(dest) as tmp:
+        shutil.copytree(policy, tmp, ignore=shutil.ignore_patterns("manifest.json"))
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    size = sum(f.stat().st_size for f in args.dest.rglob("*") if f.is_file())
-    print(f"shipped {args.policy} -> {args.dest} ({size / 1e6:.1f} MB)")
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    click.echo(f"shipped {policy} -> {dest} ({size / 1e6:.1f} MB)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m training.ship ARGS`, returning the exit code (default `sys.argv[1:]`)."""
+    return run(cli, argv)
 
 
 if __name__ == "__main__":

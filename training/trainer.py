@@ -20,10 +20,13 @@ from typing import Callable
 import torch
 from tqdm import tqdm
 
-from autotool.policy import Policy
+from autotool.benchmarks import QUERY_SPLITS
+from autotool.policy import ANCHORS, Policy
 from autotool.prompts import TokenBudget
 from autotool.rollout import ToolTable, rollout
+from autotool.select import MODES
 from training import loop
+from training.config import at_least, one_of, require
 from training.data import DataError, build_trajectories, check_no_unseen, examples, read_jsonl, write_jsonl
 from training.losses import reward
 
@@ -32,31 +35,58 @@ log = logging.getLogger("training")
 
 @dataclass
 class EvalConfig:
-    splits: list = field(default_factory=lambda: ["val", "seen-test", "unseen-test"])
-    limit: int = 64  # queries per split (seeded sample); 0 skips evaluation
-    mode: str = "reason"
-    batch_size: int = 16
+    """The evaluation of the policy before and after each stage (`eval/LABEL.json` in the run folder)."""
+
+    splits: list = field(default_factory=lambda: ["val", "seen-test", "unseen-test"],
+                         metadata={"help": f"query splits to evaluate on ({', '.join(QUERY_SPLITS)})"})
+    limit: int = field(default=64, metadata={"help": "queries per split (seeded sample); 0 skips evaluation"})
+    mode: str = field(default="reason", metadata={"help": "reason: the policy writes a rationale before the tool; "
+                                                          "fast: it does not"})
+    batch_size: int = field(default=16, metadata={"help": "steps the policy writes at once"})
+
+    def __post_init__(self):
+        for name in self.splits:
+            require(name in QUERY_SPLITS, "splits", f"must name query splits ({', '.join(QUERY_SPLITS)}); "
+                                                    f"got {name!r}")
+        at_least(self, 0, "limit")
+        one_of(self, "mode", MODES)
+        at_least(self, 1, "batch_size")
 
 
 @dataclass
 class RunConfig:
-    benchmark: str = "metatool"  # metatool, seal_tools or a benchmark folder
-    seed: int = 0  # the tool split's seed
-    out: str = "runs/train"
-    init: str = ""  # a policy folder to start from ("" = a fresh policy)
-    backbone: str = "default"
-    embedder: str = "default"
-    anchor: str = "residual"
-    lora_rank: int = 8
-    trajectories: str = ""  # a trajectories JSONL ("" = built from the benchmark's train split)
-    max_examples: int = 0  # use at most this many training steps (0 = all)
-    rationale_tokens: int = 32
-    call_tokens: int = 48
-    checkpoint_every: int = 10
-    keep_checkpoints: int = 2
-    train_seed: int = 0
-    threads: int = 0  # torch CPU threads (0 = torch's default)
-    eval: EvalConfig = field(default_factory=EvalConfig)
+    """What both phases share: the data, the policy, the run folder, checkpoints and evaluation."""
+
+    benchmark: str = field(default="metatool", metadata={"help": "metatool, seal_tools or a benchmark folder"})
+    seed: int = field(default=0, metadata={"help": "the tool split's seed (splits/seedN.json)"})
+    out: str = field(default="runs/train", metadata={"help": "the run folder; a second run with the same one "
+                                                             "resumes from its last checkpoint"})
+    init: str = field(default="", metadata={"help": 'a policy folder to start from ("" = a fresh policy)'})
+    backbone: str = field(default="default", metadata={"help": "the language model of a fresh policy: a model "
+                                                               "folder, or default (SmolLM2-135M-Instruct)"})
+    embedder: str = field(default="default", metadata={"help": "the tool bank's embedder: default "
+                                                               "(all-MiniLM-L6-v2), a model folder, or hash:DIM"})
+    anchor: str = field(default="residual", metadata={"help": "the anchor head of a fresh policy: residual, "
+                                                              "e' = normalize(W h + a E(query) + b E(rationale)); "
+                                                              "pure, e' = normalize(W h)"})
+    lora_rank: int = field(default=8, metadata={"help": "LoRA rank of a fresh policy's adapters"})
+    trajectories: str = field(default="", metadata={"help": 'a trajectories JSONL ("" = built from the '
+                                                            "benchmark's train split)"})
+    max_examples: int = field(default=0, metadata={"help": "use at most this many training steps (0 = all)"})
+    rationale_tokens: int = field(default=32, metadata={"help": "most tokens of a rationale the policy writes"})
+    call_tokens: int = field(default=48, metadata={"help": "most tokens of a call the policy writes"})
+    checkpoint_every: int = field(default=10, metadata={"help": "steps between checkpoints"})
+    keep_checkpoints: int = field(default=2, metadata={"help": "newest checkpoints of a stage kept (0 = all)"})
+    train_seed: int = field(default=0, metadata={"help": "seed of the data order, the fresh policy and sampling"})
+    threads: int = field(default=0, metadata={"help": "torch CPU threads (0 = torch's default)"})
+    eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "the evaluations"})
+
+    def __post_init__(self):
+        for name in ("benchmark", "out", "backbone", "embedder"):
+            require(bool(getattr(self, name)), name, "must not be empty")
+        one_of(self, "anchor", ANCHORS)
+        at_least(self, 0, "seed", "max_examples", "keep_checkpoints", "train_seed", "threads")
+        at_least(self, 1, "lora_rank", "rationale_tokens", "call_tokens", "checkpoint_every")
 
 
 class Trainer:

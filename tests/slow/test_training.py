@@ -47,13 +47,52 @@ def test_sft_steps_reduce_the_loss_on_a_fixed_set_and_train_lora_and_head(traine
     assert changed(before, trainer.policy) == (True, True)
 
 
-def test_grpo_steps_train_lora_and_head_from_the_reward(trainer):
+def test_grpo_steps_log_their_rewards_lower_their_loss_and_train_lora_and_head(trainer):
+    from autotool.rollout import logprobs
+    from training.losses import grpo_loss, group_advantages
+
     trainer.start_grpo()  # the reference: the policy as SFT left it
     trainer.optimizer = loop.make_optimizer(trainer.policy, 1e-4, 1e-3, 0.01)
+    c, table = trainer.config.grpo, trainer.table
+    written = []  # each step's rollouts, reward terms, and log-probabilities under the policy that wrote them
+    sample = trainer.rewarded_rollouts
+
+    def recorded(*args):
+        groups, terms = sample(*args)
+        flat = [r for g in groups for r in g]
+        with torch.no_grad():
+            written.append((groups, terms, logprobs(trainer.policy, table, flat)))
+        return groups, terms
+
+    trainer.rewarded_rollouts = recorded
     before = snapshot(trainer.policy)
-    metrics = [trainer.grpo_step(step) for step in range(2)]
-    assert all(-4.0 <= m["reward"] <= 5.0 for m in metrics)
-    assert min(m["equal_groups"] for m in metrics) < 1.0, "every group had equal rewards: no learning signal"
+    learned = 0
+    for step in range(2):
+        metrics = trainer.grpo_step(step)
+        groups, terms, (old_token, mask, old_tool) = written[step]
+        rewards = torch.tensor([[t["reward"] for t in g] for g in terms])
+        every = [t for g in terms for t in g]
+        for key in ("reward", "r_format", "r_correct", "r_select"):  # what is logged is the batch's mean
+            assert metrics[key] == pytest.approx(sum(t[key] for t in every) / len(every)), key
+        assert metrics["equal_groups"] == pytest.approx(float((rewards.std(dim=1) == 0).float().mean()))
+        assert metrics["reward_std"] == pytest.approx(float(rewards.std(dim=1, unbiased=False).mean()))
+        if metrics["equal_groups"] == 1.0:
+            continue
+        # The step descends its own objective: the loss it logged (at the policy that wrote the rollouts), and
+        # the same loss on the same rollouts after the optimizer step, lower.
+        flat = [r for g in groups for r in g]
+        advantages = group_advantages(rewards).flatten()
+        with torch.no_grad():
+            ref_token, _, ref_tool = logprobs(trainer.reference, table, flat)
+            token, _, tool = logprobs(trainer.policy, table, flat)
+        at_start = grpo_loss(old_token, mask, old_tool, advantages, old_token, old_tool, ref_token, ref_tool,
+                             c.epsilon, c.beta, c.tool_weight)["loss"].item()
+        after = grpo_loss(token, mask, tool, advantages, old_token, old_tool, ref_token, ref_tool,
+                          c.epsilon, c.beta, c.tool_weight)["loss"].item()
+        assert metrics["loss"] == pytest.approx(at_start, abs=1e-4)
+        assert after < at_start, (at_start, after)
+        learned += 1
+    assert learned, "every group had equal rewards: no learning signal"
     assert changed(before, trainer.policy) == (True, True)
 
 

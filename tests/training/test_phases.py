@@ -125,17 +125,29 @@ def test_config_errors_exit_nonzero_with_the_key(bench_folder, tmp_path, capsys)
 
 
 def test_phase2_ranks_rollouts_and_trains_the_selection(phase1_run, bench_folder, tmp_path):
+    import math
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    # The SFT policy picks the gold tool of these queries every time (each group one tie, nothing to rank); with
+    # a flat selection (sharpness g = 0.5) the tools drawn in a group differ, and so do their rewards.
+    start = tmp_path / "policy-flat"
+    shutil.copytree(phase1_run / "policy-sft", start)
+    head = load_file(start / "anchor_head.safetensors")
+    save_file({**head, "log_g": torch.tensor(math.log(0.5))}, start / "anchor_head.safetensors")
     out = tmp_path / "p2"
-    rc = phase2.main(tiny_args(bench_folder, out, "--init", str(phase1_run / "policy-sft"), "--rank.steps", "2",
-                               "--rank.batch_size", "2", "--rank.candidates", "4", "--rank.beta", "1.0"))
+    rc = phase2.main(tiny_args(bench_folder, out, "--init", str(start), "--rank.steps", "2", "--rank.batch_size",
+                               "2", "--rank.candidates", "4", "--rank.beta", "1.0",
+                               "--rank.head_weight_decay", "0"))  # W moves by the gradient alone
     assert rc == 0
     logged = {(r["stage"], r["metric"]) for r in metrics(out)}
     assert {("rank", "loss"), ("rank", "tied_groups"), ("rank", "reward")} <= logged
-    (before, before_head), (after, after_head) = (adapter_and_head(p) for p in (phase1_run / "policy-sft", out / "policy-rank"))
-    changed = [k for k in before if not torch.equal(before[k], after[k])] + \
-        [k for k in before_head if not torch.equal(before_head[k], after_head[k])]
+    (before, before_head), (after, after_head) = (adapter_and_head(p) for p in (start, out / "policy-rank"))
     tied = [float(r["value"]) for r in metrics(out) if r["metric"] == "tied_groups"]
-    assert changed or all(t == 1.0 for t in tied)  # only all-tied batches leave the policy as it was
+    assert len(tied) == 2 and min(tied) < 1.0, "every group was one tie: no ranking to learn"
+    assert any(not torch.equal(before[k], after[k]) for k in before if "lora_B" in k)  # the rationale tokens
+    assert not torch.equal(before_head["W.weight"], after_head["W.weight"])  # the tool choice
     assert (out / "eval" / "after-rank.json").exists() and "after-rank" in (out / "summary.md").read_text()
 
 
@@ -203,7 +215,7 @@ def test_phase2_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
     one = torch.stack([phase2.plackett_luce_loss(s, v) for s, v in zip(scores.view(2, 3), values)]).mean()
     one.backward()
     expected = t.take_gradients()
-    assert sum(g.abs().sum() for g in expected) > 0
+    assert min(g.abs().max() for g in expected) > 1e-3  # every trainable tensor: far above the tolerance below
     for chunk in (2, 4, 6):
         loss, chunked_scores = phase2.ranking_backward(t.policy, t.reference, t.table, t.rollouts, values, 0.5, chunk)
         assert loss.item() == pytest.approx(one.item(), abs=1e-5)
@@ -226,7 +238,7 @@ def test_grpo_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
                     ref_tool, config.epsilon, config.beta, config.tool_weight)
     one["loss"].backward()
     expected = t.take_gradients()
-    assert sum(g.abs().sum() for g in expected) > 0
+    assert min(g.abs().max() for g in expected) > 1e-3  # every trainable tensor: far above the tolerance below
     for chunk in (2, 4, 6):
         chunks = loop.chunked(t.rollouts, chunk)
         with torch.no_grad():
