@@ -35,14 +35,17 @@ from tqdm import tqdm
 
 from autotool.policy import Policy, PolicyError
 from toolbank import atomic_write
-from autotool.rollout import Rollout, ToolTable, _decoder_hidden, rollout
+from autotool.policy import embed
+from autotool.prompts import TokenBudget
+from autotool.rollout import hidden_at_anchor, prompt_ids, think
+from autotool.selection import ToolTable, tool_scores
 from autotool.benchmarks import BenchmarkError, Step, load_benchmark, load_split, select_queries, steps_of
 from autotool.benchmarks import benchmark_bank
 from autotool.benchmarks import step_input
+from training.cli import CommandError, doc_help, run
 
 B_GRID = [round(0.05 * i, 2) for i in range(21)]  # 0 .. 1
 L_GRID = [0.0, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0]
-from training.cli import CommandError, doc_help, run
 G_GRID = np.geomspace(1.0, 200.0, 47).tolist()
 
 
@@ -53,7 +56,7 @@ class ValSteps:
     bench: str
     table: ToolTable
     steps: list[Step]
-    written: list[Rollout]
+    rationales: list[str]  # what the policy wrote for each step
     query: torch.Tensor  # (n, dim) E(query)
     rationale: torch.Tensor  # (n, dim) E(rationale), zeros where the policy wrote none
     hidden_term: torch.Tensor  # (n, dim) W h (zeros while W is zero)
@@ -68,32 +71,28 @@ class ValSteps:
 
 
 def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: int = 16, seed: int = 0) -> ValSteps:
-    """The policy's greedy rationales for every step of (a seeded sample of `limit`) val queries."""
+    """The policy's greedy rationales for every step of (a seeded sample of `limit`) val queries, written as the
+    served path writes them (`autotool.rollout.think`), with the terms of each step's anchor."""
     bench = load_benchmark(bench_name)
     bank = benchmark_bank(bench, policy.embedder)
     table = ToolTable.from_bank(bank)
     steps = [s for q in select_queries(bench, load_split(bench, seed), "val", limit=limit or None, seed=seed)
              for s in steps_of(q)]
-    written, hidden = [], []
+    inputs = [step_input(bank, s) for s in steps]
+    rationales, hidden = [], []
     for start in tqdm(range(0, len(steps), batch_size), desc=f"rationales ({bench_name} val)", unit="batch"):
-        batch = [r for (r,) in rollout(policy, table, [step_input(bank, s) for s in steps[start:start + batch_size]],
-                                        sample=False, call_tokens=1)]
+        batch = inputs[start:start + batch_size]
+        _, _, written, heads = think(policy, [prompt_ids(policy, s) for s in batch], "reason", TokenBudget().rationale)
+        rationales += written
         if policy.head.uses_hidden:
-            with torch.inference_mode():
-                h, mask = _decoder_hidden(policy, [r.ids[:r.anchor_position + 1] for r in batch])
-                hidden.append(h[torch.arange(len(batch)), mask.sum(1) - 1].float())
-        written += batch
+            hidden.append(hidden_at_anchor(policy, heads))
     with torch.no_grad():
         hidden_term = (policy.head.W(torch.nn.functional.normalize(torch.cat(hidden), dim=-1)) if hidden
-                       else torch.zeros(len(written), table.vectors.shape[1]))
-    excluded = torch.zeros(len(steps), len(table), dtype=torch.bool)
-    for row, s in enumerate(steps):
-        excluded[row, [table.index[name] for name in s.context]] = True
-    return ValSteps(bench.name, table, steps, written, torch.stack([r.query_vector for r in written]),
-                    torch.stack([r.rationale_vector for r in written]), hidden_term,
-                    table.lexical([s.query.text for s in steps]),
-                    torch.tensor([table.index[s.gold] for s in steps]),
-                    torch.tensor([s.index > 0 for s in steps]), excluded)
+                       else torch.zeros(len(steps), table.vectors.shape[1]))
+    return ValSteps(bench.name, table, steps, rationales, embed(table.embedder, [s.query.text for s in steps]),
+                    embed(table.embedder, rationales), hidden_term, table.lexical([s.query.text for s in steps]),
+                    torch.tensor([table.index[s.gold] for s in steps]), torch.tensor([s.index > 0 for s in steps]),
+                    table.excluded(inputs))
 
 
 def scores(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_later: float | None = None) -> torch.Tensor:
@@ -101,8 +100,8 @@ def scores(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_late
     tool, plus the lexical prior (weighed by `lexical_later` at later steps; default `lexical`); tools that
     earlier steps called at -inf."""
     anchor = torch.nn.functional.normalize(a * val.query + val.hidden_term + b * val.rationale, dim=-1)
-    weight = torch.where(val.later, lexical if lexical_later is None else lexical_later, lexical)
-    return (anchor @ val.table.vectors.T + weight[:, None] * val.lexical).masked_fill(val.excluded, -math.inf)
+    return tool_scores(anchor @ val.table.vectors.T, val.lexical, lexical,
+                            lexical if lexical_later is None else lexical_later, val.later).masked_fill(val.excluded, -math.inf)
 
 
 def hits(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_later: float | None = None) -> torch.Tensor:
@@ -205,8 +204,8 @@ def cli(**params) -> int:
         for v in vals:
             with open(args.out / f"rationales-{v.bench}.jsonl", "w") as f:
                 f.writelines(json.dumps({"query": s.query.text, "index": s.index, "gold": s.gold,
-                                         "rationale": r.rationale}, ensure_ascii=False) + "\n"
-                             for s, r in zip(v.steps, v.written))
+                                         "rationale": r}, ensure_ascii=False) + "\n"
+                             for s, r in zip(v.steps, v.rationales))
     if args.write:
         chosen = (b, lexical, lexical_later)
         write_head(args.policy, policy, b, g, {
@@ -220,10 +219,10 @@ def cli(**params) -> int:
         print(f"wrote b, l, l_later and g to {args.policy / 'anchor_head.safetensors'}")
     return 0
 
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m training.calibrate ARGS`, returning the exit code (default `sys.argv[1:]`)."""
     return run(cli, argv)
-
 
 
 def _report(args, vals: list[ValSteps], a: float, cells: GridHits, table: dict[Fit, list[float]], chosen: Fit,

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import click
 import torch
 
-from autotool.rollout import embed, logprobs, teacher_rollout
+from autotool.policy import embed
+from autotool.rollout import logprobs, teacher_rollout
 from training import loop
 from training.cli import CommandError, ConfigCommand, doc_help, run
 from training.config import ConfigError, at_least, load, positive, require

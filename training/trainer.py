@@ -147,6 +147,11 @@ class Trainer:
         return groups, terms
 
     # -- policy ---------------------------------------------------------------------------------
+    @property
+    def budget(self) -> TokenBudget:
+        """The most new tokens of a rationale and of a call (config `rationale_tokens`, `call_tokens`)."""
+        return TokenBudget(self.config.rationale_tokens, self.config.call_tokens)
+
     def _load(self, path: Path) -> Policy:
         policy = Policy.load(path, self.bank, trainable=True)
         return self._place(policy)
@@ -177,11 +182,6 @@ class Trainer:
                                self.config.anchor, self.config.lora_rank)
         if self.main:
             policy.save(initial)
-    @property
-    def budget(self) -> TokenBudget:
-        """The most new tokens of a rationale and of a call (config `rationale_tokens`, `call_tokens`)."""
-        return TokenBudget(self.config.rationale_tokens, self.config.call_tokens)
-
         self.accelerator.wait_for_everyone()
         self.source = initial
         return self._place(policy)

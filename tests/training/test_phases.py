@@ -152,6 +152,7 @@ def test_phase2_ranks_rollouts_and_trains_the_selection(phase1_run, bench_folder
 
 
 def test_phase2_gradients_reach_only_the_selection_segments(bank):
+    from autotool.prompts import TokenBudget
     from autotool.rollout import StepInput, ToolTable, rollout
 
     torch.manual_seed(0)
@@ -161,8 +162,7 @@ def test_phase2_gradients_reach_only_the_selection_segments(bank):
             if "lora_B" in name:
                 p.normal_(std=0.05)
     table = ToolTable.from_bank(bank)
-    rollouts = [r for g in rollout(policy, table, [StepInput("weather in Paris")], group=3, rationale_tokens=4,
-                                   call_tokens=5) for r in g]
+    rollouts = [r for g in rollout(policy, table, [StepInput("weather in Paris")], group=3, budget=TokenBudget(4, 5)) for r in g]
     reference = Policy.create(bank, backbone=TINY)
     policy.model.train()
     scores, token_logp = phase2.selection_scores(policy, reference, table, rollouts, beta=1.0)
@@ -184,6 +184,7 @@ class TwoQueries:
     two queries; `take_gradients()` returns the accumulated gradients of every trainable tensor and clears them."""
 
     def __init__(self, bank):
+        from autotool.prompts import TokenBudget
         from autotool.rollout import StepInput, ToolTable, rollout
 
         torch.manual_seed(0)
@@ -195,8 +196,7 @@ class TwoQueries:
             self.policy.head.W.weight.normal_(std=0.05)
         self.table = ToolTable.from_bank(bank)
         steps = [StepInput("weather in Paris"), StepInput("convert my pdf to text please")]
-        self.rollouts = [r for g in rollout(self.policy, self.table, steps, group=3, rationale_tokens=4,
-                                            call_tokens=5) for r in g]
+        self.rollouts = [r for g in rollout(self.policy, self.table, steps, group=3, budget=TokenBudget(4, 5)) for r in g]
         self.reference = Policy.create(bank, backbone=TINY)
         self.policy.model.train()
         self.params = [p for p in [*self.policy.model.parameters(), *self.policy.head.parameters()] if p.requires_grad]
