@@ -77,7 +77,7 @@ def show_selections(bank: ToolBank) -> None:
         if selection.arguments is not None:
             click.echo(f"  arguments: {json.dumps(selection.arguments, ensure_ascii=False)}\n")
         else:
-            click.echo(f"  arguments: none that validate ({len(selection.argument_errors)} schema errors)\n")
+            click.echo(f"  arguments: none that validate ({selection.argument_errors[0][:100]})\n")
 
 
 def show_searches(bank: ToolBank) -> None:

@@ -15,7 +15,7 @@ def test_main_job_shows_choices_and_only_valid_arguments(tmp_path):
                          capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout
-    assert "4277 tools ready" in out
+    assert "4276 tools ready" in out
     assert out.count("  chosen:    ") == 3 and "note:" not in out and "Warning" not in out
     chosen = [line for line in out.splitlines() if line.startswith("  chosen:    ")]
     assert "book_meeting_room" in chosen[2]  # a tool that no catalog the policy trained on contains
