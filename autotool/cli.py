@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 
 import click
 
@@ -57,7 +58,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("query")
-@click.option("-k", default=5, show_default=True, help="How many candidates to list.")
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many candidates to list.")
 @click.option("--mode", type=click.Choice(MODES), default="reason", show_default=True,
               help="reason: write a rationale first (seconds on a CPU); fast: no rationale.")
 @click.option("--args/--no-args", "arguments", default=False, show_default=True,
@@ -107,10 +108,14 @@ def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
 @click.option("--token-file", type=click.Path(dir_okay=False),
               help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
                    "required with a --host beyond loopback.")
+@click.option("--preload", is_flag=True,
+              help="Load the indexes, the embedder and the policy with its language model (converting them the "
+                   "first time) before serving, and say when ready; else the policy loads on the first select_tool.")
+@click.option("--verbose", is_flag=True, help="Also log debug lines and progress bars on stderr.")
 @bank_option
 @policy_option
 @_user_errors
-def serve(transport, host, port, allow_write, token_file, bank, policy_path):
+def serve(transport, host, port, allow_write, token_file, preload, verbose, bank, policy_path):
     """Serve the bank to agents over MCP: search_tools, select_tool, list_namespaces (and add_tool).
 
     \b
@@ -118,14 +123,22 @@ def serve(transport, host, port, allow_write, token_file, bank, policy_path):
     autotool serve --bank ./bank --transport http --port 8000
     """
     from autotool.serve import build_server
-    from toolbank.cli import announce_serving
+    from toolbank.cli import announce_serving, preload_bank, quiet_logs
     from toolbank.serve import run, serve_token
 
     token = serve_token(transport, host, token_file)  # a ValueError: before the bank opens, a refused start fails fast
+    quiet_logs(verbose)
     tool_bank = _bank(bank)
-    announce_serving(tool_bank, transport, host, port, allow_write)
-    run(build_server(tool_bank, allow_write=allow_write, policy_path=policy_path), transport, host=host, port=port,
-        token=token)
+    policy, loaded = None, None
+    if preload:
+        start = time.perf_counter()
+        preload_bank(tool_bank)
+        policy = _policy(policy_path, tool_bank)
+        policy.warm()
+        loaded = f"indexes, embedder and policy (language model included) loaded in {time.perf_counter() - start:.1f} s"
+    announce_serving(tool_bank, transport, host, port, allow_write, loaded)
+    run(build_server(tool_bank, allow_write=allow_write, policy_path=policy_path, policy=policy,
+                     log_level="DEBUG" if verbose else "WARNING"), transport, host=host, port=port, token=token)
 
 
 if __name__ == "__main__":

@@ -118,10 +118,47 @@ class Policy:
 
     def __init__(self, model, tokenizer, head: AnchorHead, backbone: str, embedder: str, dim: int,
                  trained: bool = False, info: dict | None = None):
-        self.model, self.tokenizer, self.head = model, tokenizer, head
+        self._model, self._tokenizer, self.head = model, tokenizer, head
         self.backbone, self.embedder, self.dim = backbone, embedder, dim
         self.trained, self.info = trained, info or {}
         self._prefix_cache = None  # (ids, KV cache) of the prompts' shared start; see `prefix_cache`
+        self._load_lm = None  # a frozen `Policy.load` reads the language model on first use (see `model`)
+
+    @property
+    def model(self):
+        """The language model (with its adapters). A policy from `Policy.load` (not trainable) reads it from disk
+        on first use: choosing in fast mode while W is zero, without arguments, never needs it."""
+        if self._model is None and self._load_lm is not None:
+            self._model, self._tokenizer = self._load_lm()
+            self._load_lm = None
+        return self._model
+
+    @model.setter
+    def model(self, value) -> None:
+        self._model = value
+
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None and self._load_lm is not None:
+            self.model  # noqa: B018 - loads both
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, value) -> None:
+        self._tokenizer = value
+
+    @property
+    def lm_loaded(self) -> bool:
+        """Whether the language model is in memory (see `model`)."""
+        return self._model is not None
+
+    def warm(self) -> None:
+        """Load the language model now and, for a frozen policy, fold its adapters in and compute the system
+        prompt's keys and values, so that the first call does not wait for them (e.g. `autotool serve --preload`)."""
+        self.model  # noqa: B018 - loads it
+        if self.frozen:
+            with self.merged():
+                self.prefix_cache(self.encode(shared_prefix(self.tokenizer)).to(self.device))
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
@@ -166,9 +203,9 @@ class Policy:
     def load(cls, path: str | Path, bank: ToolBank | None = None, trainable: bool = False) -> "Policy":
         """Load a policy folder (safetensors only); with `bank`, check it shares the bank's embedder.
 
-        `trainable=True` leaves the adapter's parameters trainable (to resume or continue training).
+        `trainable=True` leaves the adapter's parameters trainable (to resume or continue training). Otherwise
+        the manifest and the anchor head are read now and the language model on first use (`model`).
         """
-        from peft import PeftModel
         from safetensors.torch import load_file
 
         path = Path(path)
@@ -185,10 +222,19 @@ class Policy:
                               f"{manifest['dim']}), but bank {bank.path} uses {bank.embedder_id} (dim {bank.dim})")
         if not (path / "anchor_head.safetensors").is_file():
             raise PolicyError(f"{path / 'anchor_head.safetensors'} is missing")
-        model, tokenizer = load_backbone(None if manifest["backbone"] == DEFAULT_BACKBONE else manifest["backbone"])
-        with _quiet_peft():
-            model = PeftModel.from_pretrained(model, path / "adapter", is_trainable=trainable)
-        model.eval()
+        if not (path / "adapter" / "adapter_config.json").is_file():
+            raise PolicyError(f"{path / 'adapter' / 'adapter_config.json'} is missing")
+        backbone = None if manifest["backbone"] == DEFAULT_BACKBONE else manifest["backbone"]
+
+        def load_lm():
+            from peft import PeftModel
+
+            model, tokenizer = load_backbone(backbone)
+            with _quiet_peft():
+                model = PeftModel.from_pretrained(model, path / "adapter", is_trainable=trainable)
+            model.eval()
+            return model, tokenizer
+
         head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
         state = load_file(path / "anchor_head.safetensors")
         if version == 1:  # heads from before the lexical prior (none), or before l_later (one weight for every step)
@@ -200,10 +246,16 @@ class Policy:
         head.load_state_dict(state)
         info = {k: v for k, v in manifest.items()
                 if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")}
-        return cls(model, tokenizer, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
+        policy = cls(None, None, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
+        policy._load_lm = load_lm
+        if trainable:
+            policy.model  # noqa: B018 - loads it: training needs it at once
+        return policy
 
     @property
     def device(self) -> torch.device:
+        if not self.lm_loaded:  # the head goes where the model goes (`to`)
+            return self.head.W.weight.device
         return next(self.model.parameters()).device
 
     def to(self, device: str | torch.device) -> "Policy":

@@ -112,9 +112,13 @@ def select_steps(policy: Policy, bank: ToolBank, steps: Sequence[StepInput], k: 
     _check_counts(k, top_k)
     if len(bank) == 0:
         raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
-    prompts = [prompt_ids(policy, s) for s in steps]
-    _, _, rationales, heads = think(policy, prompts, mode, budget.rationale)
-    anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales, hidden_at_anchor(policy, heads))
+    if mode == "fast" and not arguments and not policy.head.uses_hidden:
+        rationales, heads = [""] * len(steps), None  # nothing the language model reads or writes moves the choice
+    else:
+        prompts = [prompt_ids(policy, s) for s in steps]
+        _, _, rationales, heads = think(policy, prompts, mode, budget.rationale)
+    anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales,
+                             None if heads is None else hidden_at_anchor(policy, heads))
     selections = []
     for step, rationale, ranked in zip(steps, rationales, candidates(policy.head, bank, anchors, steps,
                                                                         max(top_k, k), namespace)):

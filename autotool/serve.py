@@ -22,13 +22,15 @@ INSTRUCTIONS = ("Find the right tool for a task among the tools of this bank. `s
                 "say why and fill its arguments. Both return each tool's JSON Schema.")
 
 
-def build_server(bank: ToolBank, *, allow_write: bool = False, policy_path: str | Path | None = None) -> MCPServer:
-    """The MCP server for `bank`, with `select_tool` (policy: `policy_path`, else the default policy; loaded on
-    the first call, as it takes seconds)."""
+def build_server(bank: ToolBank, *, allow_write: bool = False, policy_path: str | Path | None = None,
+                 policy=None, log_level: str = "WARNING") -> MCPServer:
+    """The MCP server for `bank`, with `select_tool` (policy: `policy`, a loaded `Policy` (`--preload`), else the
+    one at `policy_path`, else the default policy, loaded on the first call, as it takes seconds). `log_level`:
+    see `toolbank.serve.build_server`."""
     guarded = Guard()
     server = build_search_server(bank, allow_write=allow_write, guarded=guarded, name="autotool",
-                                 instructions=INSTRUCTIONS)
-    policy: list = []
+                                 instructions=INSTRUCTIONS, log_level=log_level)
+    policy: list = [] if policy is None else [policy]
 
     @server.tool()
     def select_tool(query: str, k: int = 5, mode: str = "reason", arguments: bool = True,

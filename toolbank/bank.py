@@ -4,6 +4,7 @@
 bank/  manifest.json  {format_version, embedder, dim, index_factory}  (written last: a mirror of the store)
        bank.sqlite    the source of truth
        index.faiss    derived; rebuilt when missing, corrupt or stale (index.json: its generation and sha256)
+       bm25.npz       derived: the BM25 index, with the generation it was built from (rebuilt when stale)
        bank.lock      serialises writers across processes (every write into the folder holds it)
 ```
 
@@ -63,7 +64,7 @@ class _Taken(Exception):
 
 # What a bank folder holds; anything else in a folder without a manifest means it is not ours to clear.
 OWN_FILES = frozenset({"manifest.json", "bank.sqlite", "bank.sqlite-wal", "bank.sqlite-shm", "bank.sqlite-journal",
-                       "bank.lock", "index.faiss", "index.json"})
+                       "bank.lock", "index.faiss", "index.json", "bm25.npz"})
 
 
 def _damaged(db: Path | str, detail: str) -> BankError:
@@ -534,11 +535,50 @@ class ToolBank:
         return self._index
 
     def _bm25_index(self) -> BM25Index:
+        """The BM25 index at the store's current generation: in memory, from `bm25.npz`, or built (and saved)."""
         generation = self.store.generation
         if self._bm25 is None or self._bm25[0] != generation:
-            tools = self.store.tools()
-            self._bm25 = (generation, BM25Index(list(tools), [t.text for t in tools.values()]))
+            index = BM25Index.load(self.path / "bm25.npz", generation, len(self.store))
+            if index is None:
+                self.store.db.execute("BEGIN")  # one snapshot: the generation and the texts it names
+                try:
+                    generation = self.store.generation
+                    tools = self.store.tools()
+                finally:
+                    self.store.db.execute("COMMIT")
+                index = BM25Index(list(tools), [t.text for t in tools.values()])
+                self._save_bm25(index, generation)
+            self._bm25 = (generation, index)
         return self._bm25[1]
+
+    def _save_bm25(self, index: BM25Index, generation: int) -> None:
+        """Save a built BM25 index for the next process, when the write lock is free at once and the store is
+        still at `generation` (a writer holds the lock: it will have changed it; a read-only folder: never)."""
+        try:
+            lock = open(self.path / "bank.lock", "a")
+        except OSError:
+            return
+        with lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return
+            try:
+                if self.store.generation == generation:
+                    index.save(self.path / "bm25.npz", generation)
+            except OSError:
+                pass
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def warm(self) -> None:
+        """Load what a search needs, building and saving what is missing or stale: the FAISS index, the BM25
+        index (`bm25.npz`) and the embedder's query path (for the default embedder, its ONNX export). Writers
+        and servers call it so that the next search, in any process, starts at once."""
+        if len(self):
+            self.index()
+            self._bm25_index()
+        self.embedder.encode(["warm up"])
 
     # -- search ---------------------------------------------------------------------------------
     def search(self, query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None,

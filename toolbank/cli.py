@@ -58,6 +58,20 @@ def _load(ctx: click.Context):
     return ToolBank.load(_bank_path(ctx))
 
 
+def _unknown_namespaces(bank, namespaces) -> str | None:
+    """Why some of `namespaces` select nothing (they are not in the bank, whose namespaces it lists), or None."""
+    existing = bank.store.namespaces()
+    unknown = [n for n in namespaces if n is not None and n not in existing]
+    if not unknown:
+        return None
+    named = sorted(n for n in existing if n)
+    listed = (", ".join(f"{n} ({existing[n]})" for n in named[:20]) + (f" and {len(named) - 20} more" if len(named) > 20 else "")
+              if named else "none")
+    return (f"namespace{'s' if len(unknown) > 1 else ''} {', '.join(repr(printable(n)) for n in unknown)} "
+            f"{'do' if len(unknown) > 1 else 'does'} not exist in bank {bank.path}; its namespaces (tools): {listed}"
+            + (f"; {existing[None]} tools have none" if existing.get(None) else ""))
+
+
 def _echo_json(data) -> None:
     click.echo(_json_text(data))
 
@@ -79,7 +93,19 @@ def main(ctx: click.Context, bank: str | None) -> None:
     ctx.obj = {"bank": bank}
 
 
+def _set_bank(ctx: click.Context, param, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(dict)["bank"] = value
+
+
+def bank_here(fn):
+    """`--bank` after the subcommand too (`toolbank search --bank ./bank ...`); it wins over one before it."""
+    return click.option("--bank", type=click.Path(file_okay=False), expose_value=False, callback=_set_bank,
+                        help="Bank folder (also accepted before the subcommand).")(fn)
+
+
 @main.command()
+@bank_here
 @click.option("--embedder", default="default", show_default=True,
               help="'default' (all-MiniLM-L6-v2), a local sentence-transformers folder, or hash:DIM.")
 @click.option("--index", "index_factory", default="flat", show_default=True,
@@ -132,6 +158,10 @@ def _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None,
 
     for note in notes:
         click.echo(f"warning: {printable(note)}", err=True)
+    for tool in tools:
+        if not tool.description.strip():
+            click.echo(f"warning: tool {printable(short(tool.name))!r} has no description; search and selection can "
+                       "match it only by its name and parameters", err=True)
     for error in errors:
         click.echo(f"{'skipped' if skip_invalid else 'invalid'}: {printable(str(error))}", err=True)
     if errors and not skip_invalid:
@@ -150,6 +180,7 @@ def _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None,
                                              progress=len(tools) >= 64, prune=prune, replace_only_in=replace_only_in)
     except NameClash as e:
         raise click.ClickException(e.message("--replace")) from None
+    bank.warm()  # so that the next search, in any process, starts at once
     for name, phrase in report.flagged.items():
         click.echo(f"warning: tool {short(name)!r}: its text addresses the model ({printable(phrase)!r}); tagged "
                    f"{SUSPICIOUS_TAG!r} (leave it out of a search with --exclude-tag {SUSPICIOUS_TAG}; MCP "
@@ -177,6 +208,7 @@ def _with_add_options(fn):
 
 
 @main.command()
+@bank_here
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @_with_add_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -195,10 +227,11 @@ def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
 
 
 @main.command("import")
+@bank_here
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @_with_add_options
-@click.option("--format", "fmt", type=click.Choice(["openai", "anthropic", "mcp"]),
-              help="Format of the tools in FILES (required with FILES).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Format of every tool in FILES; detected per tool by default, as add does.")
 @click.option("--from-mcp", "command", metavar="COMMAND",
               help='Start this MCP server over stdio (e.g. "python server.py --flag") and import its tools.')
 @click.option("--sync", is_flag=True, help="With --from-mcp: also remove the namespace's tools the server no longer lists.")
@@ -210,7 +243,7 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
     MCP server.
 
     \b
-    toolbank import --format openai tools.json
+    toolbank import tools.json                  # the format of each tool is detected (--format forces one)
     toolbank import --from-mcp "npx -y @modelcontextprotocol/server-filesystem /tmp" --sync
 
     From a server, the tools go in the namespace named after the server (its initialize name; --namespace
@@ -218,10 +251,10 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
     server. If the server fails, times out or lists an invalid tool, the bank is left unchanged.
     """
     if bool(files) == bool(command):
-        raise click.UsageError("give either FILES (with --format) or --from-mcp COMMAND")
+        raise click.UsageError("give either FILES or --from-mcp COMMAND")
+    if command and fmt is not None:
+        raise click.UsageError("--format applies to FILES; an MCP server's tools are MCP tools")
     if files:
-        if fmt is None:
-            raise click.UsageError("--format is required with FILES")
         if sync:
             raise click.UsageError("--sync applies to --from-mcp")
         _add(ctx, *_read_files(files, fmt, namespace), replace, skip_invalid, embedder,
@@ -242,6 +275,7 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
 
 
 @main.command()
+@bank_here
 @click.argument("names", nargs=-1, required=True)
 @click.pass_context
 @_user_errors
@@ -249,17 +283,22 @@ def remove(ctx, names):
     """Remove tools by name (all or none)."""
     bank = _load(ctx)
     bank.remove(list(names))
+    bank.warm()
     click.echo(f"removed {len(names)}; {len(bank)} tools left")
 
 
 @main.command("list")
+@bank_here
 @click.option("--namespace", help="Only tools in this namespace.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @click.pass_context
 @_user_errors
 def list_(ctx, namespace, as_json):
     """List the tools in the bank."""
-    tools = [t for t in _load(ctx) if namespace is None or t.namespace == namespace]
+    bank = _load(ctx)
+    if problem := _unknown_namespaces(bank, [namespace]):
+        click.echo(f"warning: {problem}", err=True)
+    tools = [t for t in bank if namespace is None or t.namespace == namespace]
     if as_json:
         _echo_json([t.to_dict() for t in tools])
         return
@@ -269,6 +308,7 @@ def list_(ctx, namespace, as_json):
 
 
 @main.command()
+@bank_here
 @click.argument("name")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
@@ -285,8 +325,9 @@ def show(ctx, name, fmt, as_json):
 
 
 @main.command()
+@bank_here
 @click.argument("query")
-@click.option("-k", default=5, show_default=True, help="How many tools.")
+@click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many tools.")
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
               help="dense: embedding cosine; bm25: keywords; hybrid: reciprocal rank fusion of both.")
 @click.option("--namespace", help="Only tools in this namespace.")
@@ -298,7 +339,10 @@ def show(ctx, name, fmt, as_json):
 @_user_errors
 def search(ctx, query, k, mode, namespace, tags, exclude_tags, as_json):
     """Rank the bank's tools for QUERY."""
-    hits = _load(ctx).search(query, k=k, mode=mode, namespace=namespace, tags=tags, exclude_tags=exclude_tags)
+    bank = _load(ctx)
+    if problem := _unknown_namespaces(bank, [namespace]):
+        raise click.ClickException(problem)
+    hits = bank.search(query, k=k, mode=mode, namespace=namespace, tags=tags, exclude_tags=exclude_tags)
     if as_json:
         _echo_json([{"name": h.name, "score": h.score, "tool": h.tool.to_dict()} for h in hits])
         return
@@ -310,16 +354,21 @@ def search(ctx, query, k, mode, namespace, tags, exclude_tags, as_json):
 
 
 @main.command()
+@bank_here
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True)
 @click.option("--jsonl", is_flag=True, help="One tool per line instead of a JSON list.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (default stdout).")
+@click.option("--namespace", "namespaces", multiple=True, help="Only tools in this namespace (repeatable).")
 @click.pass_context
 @_user_errors
-def export(ctx, fmt, jsonl, output):
-    """Write every tool in the bank in FORMAT."""
+def export(ctx, fmt, jsonl, output, namespaces):
+    """Write every tool in the bank (or in the namespaces given) in FORMAT."""
     from toolbank.tool import dump
 
-    text = dump(_load(ctx), fmt, jsonl=jsonl)
+    bank = _load(ctx)
+    if problem := _unknown_namespaces(bank, namespaces):
+        click.echo(f"warning: {problem}", err=True)
+    text = dump([t for t in bank if not namespaces or t.namespace in namespaces], fmt, jsonl=jsonl)
     if output:
         Path(output).write_text(text)
     else:
@@ -327,6 +376,7 @@ def export(ctx, fmt, jsonl, output):
 
 
 @main.command()
+@bank_here
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @click.pass_context
 @_user_errors
@@ -341,6 +391,7 @@ def stats(ctx, as_json):
 
 
 @main.command()
+@bank_here
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
               help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -350,9 +401,13 @@ def stats(ctx, as_json):
 @click.option("--token-file", type=click.Path(dir_okay=False),
               help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
                    "required with a --host beyond loopback.")
+@click.option("--preload", is_flag=True,
+              help="Load the indexes and the embedder (exporting it to ONNX the first time) before serving, and "
+                   "say when ready; else they load on the first call.")
+@click.option("--verbose", is_flag=True, help="Also log debug lines and progress bars on stderr.")
 @click.pass_context
 @_user_errors
-def serve(ctx, transport, host, port, allow_write, token_file):
+def serve(ctx, transport, host, port, allow_write, token_file, preload, verbose):
     """Serve the bank's search to agents over MCP: search_tools, list_namespaces (and add_tool).
 
     `autotool serve` serves the same tools plus the policy's select_tool.
@@ -368,19 +423,42 @@ def serve(ctx, transport, host, port, allow_write, token_file):
         token = serve_token(transport, host, token_file)  # before the bank opens: a refused start fails fast
     except ServeError as e:
         raise click.ClickException(str(e)) from None
+    quiet_logs(verbose)
     bank = _load(ctx)
-    announce_serving(bank, transport, host, port, allow_write)
-    run(build_server(bank, allow_write=allow_write), transport, host=host, port=port, token=token)
+    loaded = preload_bank(bank) if preload else None
+    announce_serving(bank, transport, host, port, allow_write, loaded)
+    run(build_server(bank, allow_write=allow_write, log_level="DEBUG" if verbose else "WARNING"), transport,
+        host=host, port=port, token=token)
 
 
-def announce_serving(bank, transport: str, host: str, port: int, allow_write: bool) -> None:
-    """One line on stderr: what is served, where, and whether it can be written to."""
-    click.echo(f"serving {bank.path} ({len(bank)} tools) over {transport}"
+def quiet_logs(verbose: bool) -> None:
+    """Progress bars on stderr only with --verbose (the server's log level, WARNING or DEBUG, does the rest)."""
+    if not verbose:
+        import os
+
+        os.environ.setdefault("TQDM_DISABLE", "1")  # read by tqdm at each bar, in this process and its children
+
+
+def preload_bank(bank) -> str:
+    """Load what the bank's searches need (see `ToolBank.warm`); what was loaded and how long it took."""
+    import time
+
+    start = time.perf_counter()
+    bank.warm()
+    return f"indexes and embedder loaded in {time.perf_counter() - start:.1f} s"
+
+
+def announce_serving(bank, transport: str, host: str, port: int, allow_write: bool, loaded: str | None = None) -> None:
+    """One line on stderr: what is served, where, and whether it can be written to; with `loaded` (--preload), it
+    comes once everything is loaded, starting `ready:`, before the first request is read."""
+    click.echo(("ready: " if loaded else "") + f"serving {bank.path} ({len(bank)} tools) over {transport}"
                + (f" at http://{host}:{port}/mcp" if transport == "http" else "")
-               + ("; add_tool enabled" if allow_write else "; read-only"), err=True)
+               + ("; add_tool enabled" if allow_write else "; read-only")
+               + (f"; {loaded}" if loaded else ""), err=True)
 
 
 @main.command()
+@bank_here
 @click.option("--embedder", help="Re-embed every tool with this embedder (default, a folder, or hash:DIM).")
 @click.option("--index", "index_factory", help="Rebuild the index as flat, hnsw or a FAISS factory string.")
 @click.pass_context
@@ -389,4 +467,5 @@ def reindex(ctx, embedder, index_factory):
     """Rebuild the index, optionally re-embedding with another embedder or switching index type."""
     bank = _load(ctx)
     bank.reindex(embedder=embedder, index=index_factory, progress=True)
+    bank.warm()
     click.echo(f"reindexed {len(bank)} tools (embedder {bank.embedder_id}, index {bank.index_factory})")

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import re
+import shutil
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
 
-from toolbank.paths import atomic_path, autotool_home
+from toolbank.paths import atomic_write, autotool_home
 
 log = logging.getLogger(__name__)
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
@@ -70,40 +73,179 @@ class SentenceTransformerEmbedder:
     of PyTorch's per-call overhead on a single short input; the vectors agree to about 1e-7. This applies to
     the usual pipeline of a transformer, mean pooling and normalisation (all-MiniLM-L6-v2's); any other
     pipeline, or a failed export, stays on PyTorch (with a warning for the failure).
+
+    For such a pipeline nothing is loaded until it is needed: the dimension is read from the folder's
+    configuration, and once the export exists (`$AUTOTOOL_HOME/models/onnx/`), a query is embedded by ONNX
+    Runtime and the `tokenizers` library without importing PyTorch or sentence-transformers (a process that
+    only embeds queries starts in a fraction of a second). The first export needs PyTorch, once.
     """
 
     def __init__(self, folder: str | Path, id: str | None = None, batch_size: int = 64):
         folder = Path(folder)
         if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
             raise EmbedderError(f"{folder} is not a sentence-transformers model folder (no modules.json or config.json)")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # the per-load "Loading weights" bar
-        self.model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
         self.folder = folder
         self.id = id or str(folder.resolve())
-        self.dim = int(self.model.get_embedding_dimension())
         self.batch_size = batch_size
+        self._model = None
         self._short: OnnxEncoder | None | bool = None  # None: not tried yet; False: not available
+        self._pipeline = mean_pooling_pipeline(folder)
+        self.dim = self._pipeline.dim if self._pipeline is not None else int(self.model.get_embedding_dimension())
+
+    @property
+    def model(self):
+        """The sentence-transformers model (PyTorch), loaded on first use."""
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # the per-load "Loading weights" bar
+            try:
+                model = SentenceTransformer(str(self.folder), device="cpu", local_files_only=True)
+            except (OSError, ValueError) as e:
+                raise EmbedderError(f"cannot load the sentence-transformers model in {self.folder}: {e}") from None
+            dim = int(model.get_embedding_dimension())
+            if self._pipeline is not None and dim != self._pipeline.dim:
+                raise EmbedderError(f"{self.folder}: the model embeds in {dim} dimensions, its configuration "
+                                    f"says {self._pipeline.dim}")
+            self._model = model
+        return self._model
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the PyTorch model is loaded (queries alone do not load it once the ONNX export exists)."""
+        return self._model is not None
 
     def encode(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if not len(texts):
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) <= SHORT_BATCH and not progress:
             if self._short is None:
-                self._short = OnnxEncoder.for_model(self.model, self.folder) or False
+                self._short = self._short_encoder() or False
             if self._short:
                 return self._short.encode(texts)
         x = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
                               normalize_embeddings=True, show_progress_bar=progress)
         return np.ascontiguousarray(x, dtype=np.float32)
 
+    def _short_encoder(self) -> OnnxEncoder | None:
+        if importlib.util.find_spec("onnxruntime") is None:
+            return None
+        if self._pipeline is None:
+            return OnnxEncoder.for_model(self.model, self.folder)
+        try:
+            export = cached_export(self.folder, self._pipeline)
+            if export is None:  # the first time: export with PyTorch
+                export = export_onnx(self.model, self.folder, self._pipeline)
+            if export.tokenizer_matches:
+                return OnnxEncoder(export.model, FastTokenizer(self._pipeline.tokenizer, self._pipeline.max_length))
+        except Exception as e:  # any export or runtime failure: PyTorch still works
+            log.warning("ONNX export of %s failed (%s: %s); queries are embedded with PyTorch", self.folder,
+                        type(e).__name__, e)
+            return None
+        return OnnxEncoder.for_model(self.model, self.folder)  # tokenizer.json reads otherwise: the model's tokenizer
+
+
+@dataclass(frozen=True)
+class MeanPooling:
+    """A transformer, mean pooling and normalisation, as read from a sentence-transformers folder's configuration."""
+
+    dim: int
+    max_length: int
+    transformer: Path  # the folder of the transformer's weights and tokenizer
+    tokenizer: Path  # its tokenizer.json
+
+
+def _json(path: Path, default=None):
+    if default is not None and not path.exists():
+        return default
+    return json.loads(path.read_text())
+
+
+# What sentence-transformers 6 writes for a plain transformer (sentence_bert_config.json); earlier versions
+# write max_seq_length and do_lower_case there.
+_PLAIN_TRANSFORMER = {"transformer_task": "feature-extraction", "module_output_name": "token_embeddings",
+                      "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}}}
+
+
+def mean_pooling_pipeline(folder: Path) -> MeanPooling | None:
+    """The pipeline of `folder` when it is exactly Transformer, mean Pooling (and Normalize), with a tokenizer.json,
+    no lower-casing of its own, no default prompt; else None (the model is then loaded to embed)."""
+    try:
+        modules = _json(folder / "modules.json")
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if not (len(kinds) in (2, 3) and kinds[:2] == ["Transformer", "Pooling"]
+                and all(k == "Normalize" for k in kinds[2:])
+                and all(m["type"].startswith("sentence_transformers.") for m in modules)):
+            return None
+        transformer = folder / modules[0]["path"]
+        pooling = _json(folder / modules[1]["path"] / "config.json")
+        if "pooling_mode" in pooling:  # sentence-transformers 6
+            if pooling["pooling_mode"] not in ("mean", ["mean"]):
+                return None
+        else:
+            modes = {k: v for k, v in pooling.items() if k.startswith("pooling_mode_")}
+            if modes.get("pooling_mode_mean_tokens") is not True or any(v for k, v in modes.items()
+                                                                        if k != "pooling_mode_mean_tokens"):
+                return None
+        dim = pooling.get("word_embedding_dimension", pooling.get("embedding_dimension"))
+        config = _json(transformer / "sentence_bert_config.json")
+        if config.get("do_lower_case") or any(k not in ("max_seq_length", "do_lower_case") and v != _PLAIN_TRANSFORMER.get(k)
+                                              for k, v in config.items()):
+            return None
+        if _json(folder / "config_sentence_transformers.json", {}).get("default_prompt_name"):
+            return None
+        max_length = config.get("max_seq_length") or _json(transformer / "tokenizer_config.json", {}).get("model_max_length")
+        if not (transformer / "tokenizer.json").is_file() or not isinstance(max_length, int) or not isinstance(dim, int):
+            return None
+        return MeanPooling(dim, max_length, transformer, transformer / "tokenizer.json")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None
+
+
+class FastTokenizer:
+    """A tokenizer.json run by the `tokenizers` library, padded and truncated as the model's own tokenizer does
+    (checked against it when the model is exported: `Export.tokenizer_matches`)."""
+
+    def __init__(self, path: Path, max_length: int):
+        from tokenizers import Tokenizer
+
+        settings = _json(path.parent / "tokenizer_config.json", {})
+        specials = _json(path.parent / "special_tokens_map.json", {})
+        pad = settings.get("pad_token") or specials.get("pad_token")
+        pad = pad.get("content") if isinstance(pad, dict) else pad
+        self.tokenizer = Tokenizer.from_file(str(path))
+        pad_id = self.tokenizer.token_to_id(pad) if isinstance(pad, str) else None
+        if pad_id is None:
+            raise EmbedderError(f"{path}: no padding token")
+        self.tokenizer.enable_truncation(max_length, direction=settings.get("truncation_side", "right"))
+        self.tokenizer.enable_padding(direction=settings.get("padding_side", "right"), pad_id=pad_id, pad_token=pad)
+
+    def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
+        return {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
+
+
+class _ModelTokenizer:
+    """The model's own (Hugging Face) tokenizer, called as `FastTokenizer` is."""
+
+    def __init__(self, tokenizer, max_length: int):
+        self.tokenizer, self.max_length = tokenizer, max_length
+
+    def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        batch = self.tokenizer([t.strip() for t in texts], padding=True, truncation=True, max_length=self.max_length,
+                               return_tensors="np")
+        out = {name: np.asarray(value, dtype=np.int64) for name, value in batch.items()}
+        out.setdefault("token_type_ids", np.zeros_like(out["input_ids"]))
+        return out
+
 
 class OnnxEncoder:
     """A mean-pooling sentence-transformers model's transformer run by ONNX Runtime (see above)."""
 
-    def __init__(self, path: Path, tokenizer, max_length: int):
+    def __init__(self, path: Path, tokenizer):
         import onnxruntime
 
         options = onnxruntime.SessionOptions()
@@ -113,11 +255,11 @@ class OnnxEncoder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
-        self.tokenizer, self.max_length = tokenizer, max_length
+        self.tokenizer = tokenizer
 
     @classmethod
     def for_model(cls, model, folder: Path) -> "OnnxEncoder | None":
-        """The encoder for `model` (exported once to `$AUTOTOOL_HOME/models/onnx/`), or None where it does not apply."""
+        """The encoder for a loaded `model` with its own tokenizer, or None where it does not apply."""
         from sentence_transformers.models import Normalize, Pooling, Transformer
 
         modules = list(model)
@@ -129,31 +271,93 @@ class OnnxEncoder:
             return None
         transformer = modules[0]
         try:
-            path = _exported(transformer.auto_model, folder)
-            return cls(path, transformer.tokenizer, transformer.max_seq_length)
+            path = export_onnx(model, folder).model
+            return cls(path, _ModelTokenizer(transformer.tokenizer, transformer.max_seq_length))
         except Exception as e:  # noqa: BLE001 - any export/runtime failure: PyTorch still works
             log.warning("ONNX export of %s failed (%s: %s); queries are embedded with PyTorch", folder,
                         type(e).__name__, e)
             return None
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="np")
-        hidden = self.session.run(None, {name: batch[name].astype(np.int64) for name in self.inputs})[0]
+        batch = self.tokenizer(texts)
+        hidden = self.session.run(None, {name: batch[name] for name in self.inputs})[0]
         mask = batch["attention_mask"][..., None].astype(np.float32)  # (n, tokens, 1)
         return _normalize((hidden * mask).sum(1) / np.maximum(mask.sum(1), 1e-9))
 
 
-def _exported(network, folder: Path) -> Path:
-    """Export `network` (a Hugging Face encoder) to ONNX once, keyed by a digest of the folder's weights."""
+@dataclass(frozen=True)
+class Export:
+    """An exported network: `model.onnx` (its weights beside it in `model.onnx.data`, which loads about twice as
+    fast as one file) and whether the folder's tokenizer.json tokenizes as the model's tokenizer does."""
+
+    model: Path
+    tokenizer_matches: bool
+
+
+# Tokenizer probes: padding (texts of different lengths), truncation (longer than any max length), Unicode.
+_PROBES = ["Convert a PDF document to plain text", "  weather in Paris?\t", "", "héllo wörld ÀÉ 中文 😀 naïve café",
+           "word " * 600, "get_weather: Current weather\ncity (string): City name"]
+
+
+def _weights_digest(folder: Path, pipeline: MeanPooling | None) -> str:
+    """sha256 of the folder's weight files, remembered next to the exports by their names, sizes and times (so a
+    process does not read 90 MB to find its export)."""
+    folders = [folder] + ([pipeline.transformer] if pipeline is not None and pipeline.transformer != folder else [])
+    files = [f for d in folders for f in sorted(d.glob("*.safetensors")) + sorted(d.glob("*.bin"))]
+    signature = [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    stamp = _export_root() / f".{folder.resolve().name}-{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]}.digest.json"
+    try:
+        known = json.loads(stamp.read_text())
+        if known["signature"] == signature:
+            return known["digest"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    digest = hashlib.sha256()  # of the files' bytes one after the other, as earlier versions named exports
+    for f in files:
+        with open(f, "rb") as handle:
+            while chunk := handle.read(1 << 22):
+                digest.update(chunk)
+    value = digest.hexdigest()
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(stamp, json.dumps({"signature": signature, "digest": value}))
+    except OSError:
+        pass
+    return value
+
+
+def _export_root() -> Path:
+    return autotool_home() / "models" / "onnx"
+
+
+def _export_folder(folder: Path, pipeline: MeanPooling | None) -> Path:
+    return _export_root() / f"{folder.resolve().name}-{_weights_digest(folder, pipeline)[:16]}"
+
+
+def cached_export(folder: Path, pipeline: MeanPooling | None = None) -> Export | None:
+    """The export of the model in `folder` when it is already there (an export in one file, as earlier versions
+    wrote it, is split into the two-file layout first, which needs no PyTorch); else None."""
+    target = _export_folder(folder, pipeline)
+    legacy = target.with_name(target.name + ".onnx")
+    if not (target / "export.json").is_file() and legacy.is_file():
+        _write_export(target, folder, pipeline, legacy)  # the old file stays for processes of earlier versions
+    try:
+        info = json.loads((target / "export.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return Export(target / "model.onnx", bool(info.get("tokenizer_matches")))
+
+
+def export_onnx(model, folder: Path, pipeline: MeanPooling | None = None) -> Export:
+    """Export the transformer of a loaded sentence-transformers `model` to ONNX once (keyed by a digest of the
+    folder's weights), or find the export."""
+    pipeline = pipeline if pipeline is not None else mean_pooling_pipeline(folder)
+    found = cached_export(folder, pipeline)
+    if found is not None:
+        return found
     import torch
 
-    digest = hashlib.sha256()
-    for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
-        digest.update(weights.read_bytes())
-    path = autotool_home() / "models" / "onnx" / f"{folder.resolve().name}-{digest.hexdigest()[:16]}.onnx"
-    if path.is_file():
-        return path
+    network = list(model)[0].auto_model
 
     class LastHiddenState(torch.nn.Module):
         def __init__(self):
@@ -164,16 +368,64 @@ def _exported(network, folder: Path) -> Path:
             return self.network(input_ids=input_ids, attention_mask=attention_mask,
                                 token_type_ids=token_type_ids).last_hidden_state
 
-    log.warning("exporting the embedder %s to ONNX in %s (once; a few seconds)", folder, path.parent)
+    target = _export_folder(folder, pipeline)
+    log.warning("exporting the embedder %s to ONNX in %s (once; a few seconds)", folder, target.parent)
     names = ["input_ids", "attention_mask", "token_type_ids"]
     example = tuple(torch.ones((1, 4), dtype=torch.long) for _ in names)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp, torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's notes on how it lowers some operators
-        torch.onnx.export(LastHiddenState().eval(), example, str(tmp), input_names=names,
-                          output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-                          dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names + ["last_hidden_state"]})
-    return path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    single = target.with_name(f".{target.name}.{os.getpid()}.onnx.tmp")  # one file, then split by _write_export
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes on how it lowers some operators
+            torch.onnx.export(LastHiddenState().eval(), example, str(single), input_names=names,
+                              output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+                              dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names + ["last_hidden_state"]})
+        transformer = list(model)[0]
+        _write_export(target, folder, pipeline, single, transformer.tokenizer,
+                      pipeline is not None and transformer.max_seq_length == pipeline.max_length)
+    finally:
+        single.unlink(missing_ok=True)
+    return Export(target / "model.onnx", bool(json.loads((target / "export.json").read_text())["tokenizer_matches"]))
+
+
+def _same_tokens(reference, fast) -> bool:
+    """Whether `fast` gives the ids, masks and token types `reference` gives, for each probe and all of them at once."""
+    for texts in [[p] for p in _PROBES] + [_PROBES]:
+        expected, got = reference(texts), fast(texts)
+        if not all(np.array_equal(expected[name], got[name]) for name in expected if name in got):
+            return False
+    return True
+
+
+def _write_export(target: Path, folder: Path, pipeline: MeanPooling | None, single: Path, tokenizer=None,
+                  max_length_ok: bool = True) -> None:
+    """Write the two-file export `target/` from the single-file export `single`, with `export.json` saying whether
+    tokenizer.json tokenizes as the model's tokenizer (`tokenizer`, else loaded from the folder) does, truncating
+    where the model does (`max_length_ok`)."""
+    import onnx
+
+    matches = False
+    if pipeline is not None and max_length_ok:
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer))
+        matches = _same_tokens(_ModelTokenizer(tokenizer, pipeline.max_length),
+                               FastTokenizer(pipeline.tokenizer, pipeline.max_length))
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        onnx.save_model(onnx.load(str(single)), str(tmp / "model.onnx"), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=1024)
+        (tmp / "export.json").write_text(json.dumps({"source": str(folder.resolve()), "tokenizer_matches": matches}))
+        try:
+            os.rename(tmp, target)  # a folder onto a missing one; another process's finished export stays
+        except OSError:
+            if not (target / "export.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def default_model_folder() -> Path:

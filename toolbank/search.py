@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from toolbank.paths import atomic_path
 from toolbank.tool import Tool
 
 MODES = ("dense", "bm25", "hybrid")
@@ -26,27 +32,42 @@ class SearchHit:
 
 
 class BM25Index:
-    """bm25s over tool texts, English stopwords, no stemming; ids are the store's row ids."""
+    """bm25s over tool texts, English stopwords, no stemming; ids are the store's row ids.
+
+    bm25s computes every (word, tool) score when it indexes (its eager "lucene" BM25); a query's scores are
+    sums of those. The index is kept as those arrays, so it can be saved (`save`) and a saved one loaded and
+    queried (`load`) without importing bm25s (and scipy), with the scores bm25s would give.
+    """
 
     def __init__(self, ids: Sequence[int], texts: Sequence[str]):
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.NOTSET)  # bm25s sets DEBUG on import; take the application's
         self.ids = np.asarray(ids, dtype=np.int64)
-        self.retriever = bm25s.BM25()
         corpus = bm25s.tokenize(list(texts), stopwords="en", show_progress=False) if len(texts) else None
-        self.indexed = corpus is not None and bool(corpus.vocab)  # bm25s fails on a corpus without a word
-        if self.indexed:
-            self.retriever.index(corpus, show_progress=False)
+        self.vocab: dict[str, int] = {}
+        self.data = np.zeros(0, np.float32)
+        self.indices = np.zeros(0, np.int32)
+        self.indptr = np.zeros(1, np.int32)
+        if corpus is not None and corpus.vocab:  # bm25s fails on a corpus without a word
+            retriever = bm25s.BM25()
+            retriever.index(corpus, show_progress=False)
+            self.vocab = dict(retriever.vocab_dict)
+            self.data, self.indices, self.indptr = (retriever.scores[k] for k in ("data", "indices", "indptr"))
+
+    @property
+    def indexed(self) -> bool:
+        return bool(self.vocab)
 
     def scores(self, query: str) -> np.ndarray:
         """(n,) BM25 score of every tool, in `self.ids` order."""
-        import bm25s
-
-        tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
-        tokens = [t for t in tokens if t in self.retriever.vocab_dict] if self.indexed else []
-        if not tokens:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self.retriever.get_scores(tokens), dtype=np.float32)
+        # bm25s.tokenize's words (lower-cased, `\b\w\w+\b`); a stopword is never in the vocabulary
+        columns = [self.vocab[t] for t in _WORD.findall(query.lower()) if t in self.vocab]
+        scores = np.zeros(len(self.ids), dtype=np.float32)
+        for column in columns:  # as bm25s sums them: word by word, in the query's order
+            start, end = self.indptr[column], self.indptr[column + 1]
+            np.add.at(scores, self.indices[start:end], self.data[start:end])
+        return scores
 
     def search(self, query: str, k: int, allowed_ids: Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k (scores, ids) with a positive score, best first."""
@@ -56,6 +77,35 @@ class BM25Index:
         candidates = np.flatnonzero(scores > 0)
         order = candidates[np.lexsort((self.ids[candidates], -scores[candidates]))][:k]  # ties: lower id first
         return scores[order], self.ids[order]
+
+    def save(self, path: Path, generation: int) -> None:
+        """Write the index (for the store's `generation`) to `path` through `atomic_path`."""
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.savez(f, version=np.int64(_SAVED_VERSION), generation=np.int64(generation), ids=self.ids,
+                     data=self.data, indices=self.indices, indptr=self.indptr,
+                     vocab=np.array(json.dumps(self.vocab, ensure_ascii=False)))
+
+    @classmethod
+    def load(cls, path: Path, generation: int, count: int) -> BM25Index | None:
+        """The index saved at `path` when it is readable and was built from `generation` with `count` tools; else None."""
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                if (int(saved["version"]), int(saved["generation"]), len(saved["ids"])) != (_SAVED_VERSION, generation,
+                                                                                           count):
+                    return None
+                index = object.__new__(cls)
+                index.ids, index.data, index.indices, index.indptr = (saved[k] for k in ("ids", "data", "indices",
+                                                                                         "indptr"))
+                index.vocab = json.loads(str(saved["vocab"]))
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            return None
+        if not isinstance(index.vocab, dict) or len(index.indptr) < 1:
+            return None
+        return index
+
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's default token pattern
+_SAVED_VERSION = 1
 
 
 def reciprocal_rank_fusion(*rankings: Sequence[int], k: int = RRF_K) -> list[tuple[int, float]]:

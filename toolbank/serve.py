@@ -73,10 +73,12 @@ def tool_json(tool, score: float | None = None) -> dict[str, Any]:
 
 
 def build_server(bank: ToolBank, *, allow_write: bool = False, guarded: Guard | None = None,
-                 name: str = "autotool-toolbank", instructions: str = INSTRUCTIONS) -> MCPServer:
+                 name: str = "autotool-toolbank", instructions: str = INSTRUCTIONS,
+                 log_level: str = "WARNING") -> MCPServer:
     """The MCP server for `bank`; `allow_write` also exposes `add_tool`. A server that adds tools of its own
-    passes its `guarded`, so that all of its calls share one lock."""
-    server = MCPServer(name, instructions=instructions, log_level="WARNING")
+    passes its `guarded`, so that all of its calls share one lock. `log_level` is the server's (and every
+    library's) level on stderr: WARNING by default, DEBUG for `--verbose`."""
+    server = MCPServer(name, instructions=instructions, log_level=log_level)
     guarded = guarded or Guard()
     guarded.bank_path = bank.path
 

@@ -181,3 +181,83 @@ def test_a_process_killed_mid_add_leaves_a_consistent_bank(tmp_path, delay):
     assert index_ids(bank) == store_ids(bank)
     if len(bank):
         assert bank.search("tool 3 of batch 0", k=1, mode="dense")
+
+
+# -- one way to say things (issue #24) -------------------------------------------------------------
+NAMESPACED = [{"name": "get_weather", "description": "Current weather for a city", "namespace": "weather"},
+              {"name": "read_file", "description": "Read a file", "namespace": "fs"},
+              {"name": "send_email", "description": "Send an email", "namespace": "mail"},
+              {"name": "ping", "description": "Check that the host answers"}]
+
+
+def test_bank_goes_after_the_subcommand_too(cli, write_json, tmp_path):
+    """Every subcommand takes --bank after its name; it wins over the default bank (the fixture's, at
+    $AUTOTOOL_HOME/bank) and over a --bank before the subcommand."""
+    other = tmp_path / "other"
+    tools = write_json("tools.json", GOOD)
+    assert cli("init", "--bank", other, "--embedder", "hash:32").exit_code == 0
+    assert cli("add", tools, "--bank", other).exit_code == 0
+    openai = write_json("openai.json", [{"type": "function", "function": {"name": "search_web", "description": "Search the web"}}])
+    assert cli("import", openai, "--bank", other).exit_code == 0
+    assert [t["name"] for t in json.loads(cli("list", "--bank", other, "--json").output)] == [
+        "get_weather", "pdf_to_text", "search_web"]
+    assert json.loads(cli("list", "--json").output) == []  # the default bank was not touched
+    assert "search_web" in cli("show", "search_web", "--bank", other).output
+    assert "pdf_to_text" in cli("search", "pdf", "--mode", "bm25", "--bank", other).output
+    assert len(json.loads(cli("export", "--bank", other).output)) == 3
+    stats = json.loads(cli("stats", "--bank", other, "--json").output)
+    assert stats["path"] == str(other) and stats["dim"] == 32
+    assert cli("remove", "search_web", "--bank", other).exit_code == 0
+    assert cli("reindex", "--bank", other).exit_code == 0
+    assert json.loads(cli("--bank", tmp_path / "nowhere", "stats", "--bank", other, "--json").output)["tools"] == 2
+    result = cli("serve", "--bank", tmp_path / "nowhere")
+    assert result.exit_code == 1 and f"{tmp_path / 'nowhere'} is not a bank" in result.output
+
+
+def test_import_detects_the_format_as_add_does(cli, write_json):
+    mixed = [{"type": "function", "function": {"name": "a_openai", "description": "x", "parameters": {"type": "object"}}},
+             {"name": "b_anthropic", "description": "y", "input_schema": {"type": "object"}},
+             {"name": "c_mcp", "description": "z", "inputSchema": {"type": "object"}}]
+    result = cli("import", write_json("mixed.json", mixed))
+    assert result.exit_code == 0, result.output
+    assert [t["name"] for t in json.loads(cli("list", "--json").output)] == ["a_openai", "b_anthropic", "c_mcp"]
+    result = cli("import", "--from-mcp", "python server.py", "--format", "mcp")
+    assert result.exit_code == 2 and "--format applies to FILES" in result.output
+
+
+def test_export_by_namespace_and_unknown_namespaces(cli, write_json):
+    assert cli("add", write_json("t.json", NAMESPACED)).exit_code == 0
+    exported = json.loads(cli("export", "--namespace", "fs", "--namespace", "mail").output)
+    assert [t["name"] for t in exported] == ["read_file", "send_email"]
+    result = cli("export", "--namespace", "fs", "--namespace", "nope")
+    assert result.exit_code == 0 and [t["name"] for t in json.loads(result.stdout)] == ["read_file"]
+    assert "warning: namespace 'nope' does not exist" in result.stderr
+    # search: an unknown namespace is an error that lists the existing ones, not "no matching tools"
+    result = cli("search", "weather", "--namespace", "wether")
+    assert result.exit_code == 1
+    assert "namespace 'wether' does not exist in bank" in result.output
+    assert "fs (1), mail (1), weather (1)" in result.output and "1 tools have none" in result.output
+    assert "no matching tools" not in result.output
+    result = cli("list", "--namespace", "wether")
+    assert result.exit_code == 0 and result.stdout == "" and "namespace 'wether' does not exist" in result.stderr
+    assert cli("search", "weather", "--namespace", "weather").exit_code == 0  # a namespace that exists: no warning
+    assert "warning" not in cli("list", "--namespace", "weather").stderr
+
+
+def test_a_tool_without_description_is_added_with_a_warning(cli, write_json):
+    result = cli("add", write_json("t.json", [{"name": "mystery", "description": "  "}, GOOD[1]]))
+    assert result.exit_code == 0 and "added 2" in result.stdout
+    assert "warning: tool 'mystery' has no description" in result.stderr
+    assert "pdf_to_text" not in result.stderr
+
+
+def test_errors_name_command_line_flags(cli, write_json):
+    assert cli("add", write_json("t.json", GOOD)).exit_code == 0
+    result = cli("search", "pdf", "-k", "0")
+    assert result.exit_code == 2 and "'-k'" in result.output and "k must" not in result.output
+    result = cli("add", write_json("u.json", [GOOD[0] | {"description": "other"}]))
+    assert result.exit_code == 1 and "--replace" in result.output and "replace=True" not in result.output
+    result = cli("add", write_json("v.json", [{"name": "z", "description": "z"}]), "--embedder", "hash:8")
+    assert result.exit_code == 1 and "--embedder applies when creating a bank" in result.output
+    result = cli("import", write_json("w.json", GOOD), "--sync")
+    assert result.exit_code == 2 and "--sync applies to --from-mcp" in result.output
