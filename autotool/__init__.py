@@ -7,7 +7,7 @@
 
 from autotool.agent import Agent, Trajectory, tool_from_function
 from autotool.policy import AnchorHead, Policy, PolicyError
-from autotool.select import ArgumentError, Selection, select_tool
+from autotool.select import ArgumentError, Selection, TopTools, select_tool, select_tools
 
-__all__ = ["Agent", "AnchorHead", "ArgumentError", "Policy", "PolicyError", "Selection", "Trajectory",
-           "select_tool", "tool_from_function"]
+__all__ = ["Agent", "AnchorHead", "ArgumentError", "Policy", "PolicyError", "Selection", "TopTools",
+           "Trajectory", "select_tool", "select_tools", "tool_from_function"]

@@ -15,6 +15,7 @@ from autotool.prompts import MAX_QUERY_CHARS, StepRecord, TokenBudget, call_pref
 from autotool.rollout import decode, hidden_at_anchor, prompt_ids, think
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
+from toolbank.tool import FORMATS
 
 MODES = ("reason", "fast")
 
@@ -101,15 +102,27 @@ def _check_counts(k: int, top_k: int) -> None:
             raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
+def _namespaces(namespace: str | Sequence[str] | None) -> str | tuple[str, ...] | None:
+    """One namespace, several (as a tuple), or None for every tool."""
+    if namespace is None or isinstance(namespace, str):
+        return namespace
+    namespace = tuple(namespace)
+    if not namespace or not all(isinstance(n, str) for n in namespace):
+        raise ValueError(f"namespace must be a name or a non-empty list of names, got {namespace!r}")
+    return namespace
+
+
 def select_steps(policy: Policy, bank: ToolBank, steps: Sequence[StepInput], k: int = 5, mode: str = "reason",
-                 arguments: bool = True, namespace: str | None = None, sample: bool = False,
+                 arguments: bool = True, namespace: str | Sequence[str] | None = None, sample: bool = False,
                  top_k: int = DEFAULT_TOP_K, budget: TokenBudget = TokenBudget()) -> list[Selection]:
     """The served path, for a batch of steps: rationale, anchor, candidates (autotool/selection.py), choice
     and arguments, as `select_tool` describes. Never raises on arguments: a selection whose arguments failed
-    the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this."""
+    the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this.
+    `namespace` is one namespace, a list of them, or None for every tool."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     _check_counts(k, top_k)
+    namespace = _namespaces(namespace)
     if len(bank) == 0:
         raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
     if mode == "fast" and not arguments and not policy.head.uses_hidden:
@@ -169,7 +182,8 @@ def fill_arguments(policy: Policy, before_calls: list[list[int]], selections: li
 
 def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None = None, k: int = 5,
                 mode: str = "reason", context: Sequence[StepRecord] | None = None, arguments: bool = True,
-                namespace: str | None = None, sample: bool = False, top_k: int = DEFAULT_TOP_K) -> Selection:
+                namespace: str | Sequence[str] | None = None, sample: bool = False,
+                top_k: int = DEFAULT_TOP_K) -> Selection:
     """Choose a tool for `query`, say why, and fill its arguments.
 
     Args:
@@ -180,7 +194,7 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
         mode: `reason` writes a rationale first; `fast` skips it (one forward pass, or none while W is zero).
         context: Earlier steps of the same task; their tools are not chosen again (as in training).
         arguments: Fill and validate the arguments (after one failed try, a retry with the errors shown).
-        namespace: Only consider tools in this namespace.
+        namespace: Only consider tools in this namespace (or these, a list).
         sample: Sample the tool from the selection distribution instead of taking the most probable.
         top_k: Candidates the distribution is computed over (the whole bank when smaller).
 
@@ -201,3 +215,64 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
         raise ArgumentError(f"arguments for {selection.tool.name!r} failed twice: {'; '.join(selection.argument_errors)}",
                             selection.raw_arguments, selection)
     return selection
+
+
+@dataclass
+class TopTools:
+    """The best `k` tools for a request, ready to hand to a chat API (`select_tools`).
+
+    Attributes:
+        tools: The tools as dicts in `format` (`Tool.to_dict`): pass them as the `tools` of a chat request.
+        names: Their names, best first.
+        scores: Their probabilities under the selection distribution (over the candidates, so the top `k`
+            need not sum to 1).
+        rationale: The capability the policy says the request needs ("" in fast mode).
+        format: The format of `tools`.
+        selection: The underlying `Selection` (its `candidates` hold the `Tool` objects).
+    """
+
+    tools: list[dict]
+    names: list[str]
+    scores: list[float]
+    rationale: str
+    format: str
+    selection: Selection
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+def select_tools(query: str, k: int = 5, format: str = "openai", bank: ToolBank | None = None,
+                 policy: Policy | None = None, mode: str = "fast", namespace: str | Sequence[str] | None = None,
+                 top_k: int = DEFAULT_TOP_K) -> TopTools:
+    """The best `k` tools for `query`, in a chat API's format, for a larger model to choose among and call.
+
+    The same served path as `select_tool` (`select_steps`, without arguments): the tools are its candidates,
+    best first.
+
+    Args:
+        query: The user's request (or the model's current sub-task).
+        k: How many tools (fewer when the bank or namespace holds fewer).
+        format: `openai` (chat completions `tools`), `anthropic` (messages `tools`), `mcp` (`tools/list`
+            entries) or `plain`.
+        bank: Tool bank (default: the bank at `$AUTOTOOL_BANK` / `$AUTOTOOL_HOME/bank`).
+        policy: Policy (default: `default_policy(bank)`).
+        mode: `fast` (default: no rationale) or `reason` (a rationale, in `TopTools.rationale`).
+        namespace: Only consider tools in this namespace (or these, a list).
+        top_k: Candidates the distribution is computed over (at least `k`).
+
+    Raises:
+        ValueError: Empty query, unknown format or mode, k or top_k below 1, an empty bank or namespace.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    _check_counts(k, top_k)
+    query = _clean_query(query)
+    bank = ToolBank.load(default_bank_path()) if bank is None else bank
+    policy = default_policy(bank) if policy is None else policy
+    (selection,) = select_steps(policy, bank, [StepInput(query)], k, mode, False, namespace, False, top_k)
+    tools = [tool for tool, _ in selection.candidates]
+    return TopTools([t.to_dict(format) for t in tools], [t.name for t in tools],
+                    [p for _, p in selection.candidates], selection.rationale, format, selection)

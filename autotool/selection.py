@@ -114,9 +114,10 @@ def table_logits(head, table: ToolTable, anchors: torch.Tensor, steps: Sequence[
 
 
 def candidates(head, tools: ToolBank | ToolTable, anchors: np.ndarray | torch.Tensor, steps: Sequence[StepInput],
-               top_k: int | None = DEFAULT_TOP_K, namespace: str | None = None) -> list[list[Candidate]]:
+               top_k: int | None = DEFAULT_TOP_K, namespace: str | tuple[str, ...] | None = None) -> list[list[Candidate]]:
     """For each step's unit anchor (rows of `anchors`), its candidates with their selection probabilities,
-    best first (ties: the order of `tools`, the bank's dense order). See the module docstring."""
+    best first (ties: the order of `tools`, the bank's dense order). `namespace`: one, several (a tuple), or
+    None for every tool. See the module docstring."""
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
     anchors = torch.as_tensor(np.asarray(anchors, dtype=np.float32) if not torch.is_tensor(anchors) else anchors)
@@ -158,17 +159,27 @@ def _table_candidates(head, table: ToolTable, anchors: torch.Tensor, steps: Sequ
     return out
 
 
+def _search(bank: ToolBank, query: str, k: int, mode: str, namespace: str | tuple[str, ...] | None,
+            query_vector: np.ndarray | None = None):
+    """`bank.search` in one namespace, every one (None), or several (a tuple: the best `k` of their hits, as
+    one search over their union would rank them; ties in the order of the namespaces)."""
+    if namespace is None or isinstance(namespace, str):
+        return bank.search(query, k=k, mode=mode, namespace=namespace, query_vector=query_vector)
+    hits = [h for ns in dict.fromkeys(namespace)
+            for h in bank.search(query, k=k, mode=mode, namespace=ns, query_vector=query_vector)]
+    return sorted(hits, key=lambda h: -h.score)[:k]
+
+
 def _bank_candidates(head, bank: ToolBank, anchor: np.ndarray, step: StepInput, top_k: int | None,
-                     namespace: str | None) -> list[Candidate]:
+                     namespace: str | tuple[str, ...] | None) -> list[Candidate]:
     called = set(step.exclude)
     depth = (top_k or len(bank)) + len(called)
-    dense = [h for h in bank.search(step.query, k=depth, mode="dense", namespace=namespace, query_vector=anchor)
-             if h.name not in called][:top_k]
+    dense = [h for h in _search(bank, step.query, depth, "dense", namespace, anchor) if h.name not in called][:top_k]
     tools = {h.name: h.tool for h in dense}
     cosine = {h.name: h.score for h in dense}
     lexical: dict[str, float] = {}
     if head.uses_lexical:
-        hits = bank.search(step.query, k=depth, mode="bm25", namespace=namespace)
+        hits = _search(bank, step.query, depth, "bm25", namespace)
         # normalised over every tool, called ones too, as in training
         scores = normalised_bm25(np.array([h.score for h in hits], dtype=np.float32))
         kept = [(h, s) for h, s in zip(hits, scores) if h.name not in called][:top_k]

@@ -256,13 +256,14 @@ def test_agent_registers_functions_and_runs_the_loop(bank, policy):
 
     tool = tool_from_function(get_stock_price)
     assert tool.description == "Latest stock price of a company by its ticker symbol."
-    assert tool.parameters["required"] == ["ticker"] and tool.parameters["properties"]["exchange"] == {"type": "string"}
+    assert tool.parameters["required"] == ["ticker"]
+    assert tool.parameters["properties"]["exchange"] == {"type": "string", "default": "NYSE"}
     agent = Agent(bank, policy)
     agent.register(get_stock_price)
     assert bank.get("get_stock_price").namespace == "agent"
-    scripted(policy, "price of a stock", '{"ticker": "ACME"}}', "<answer>ACME trades at 123.4")  # generate() stops before </answer>
+    scripted(policy, "price of a stock", '{"ticker": "ACME"}}', "<answer>ACME trades at 123.4</answer>")
     trajectory = agent.run("What does ACME stock cost?")
-    assert calls == ["ACME"] and trajectory.answer == "ACME trades at 123.4"
+    assert calls == ["ACME"] and trajectory.answer == "ACME trades at 123.4" and trajectory.stop == "answer"
     selection, observation = trajectory.steps[0]
     assert selection.tool.name == "get_stock_price" and observation == "ACME: 123.4"
     assert selection.rationale == "price of a stock"
@@ -270,6 +271,7 @@ def test_agent_registers_functions_and_runs_the_loop(bank, policy):
     scripted(policy, "price of a stock", '{"ticker": "ACME"}}', "<think>and again", "price once more")
     trajectory = agent.run("What does ACME stock cost?")
     assert calls == ["ACME", "ACME"] and len(trajectory.steps) == 1 and trajectory.answer == ""
+    assert trajectory.stop == "no_tools"
 
 
 def test_default_policy_prefers_your_own_then_the_shipped_one(bank, policy, tmp_path, monkeypatch):
