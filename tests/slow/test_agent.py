@@ -7,8 +7,8 @@ does not write `<answer>`: after a step it writes the next thought (without the 
 supplied), and a run goes on until `max_steps` or until every tool was called. These tests check what the loop
 guarantees on every run and, where the policy does finish the task, that it did.
 
-Time: about 60 s for the three on the 2-core CPU when idle (the first includes loading the policy), about
-160 s while an evaluation runs beside them.
+Time: about 60 s for the three on the 2-core CPU when idle (the first includes loading the policy); 160 to
+460 s measured while other jobs ran beside them.
 """
 
 import time
