@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run test test-fast test-slow bench train-metatool train-default eval-default clean
+.PHONY: setup run lint test test-fast test-slow bench train-metatool train-default eval-default clean
 
 setup: $(VENV)/.installed
 
@@ -22,7 +22,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 run: setup  ## the main job: build the default bank from the bundled catalogs and answer a few searches
 	$(PY) demo.py
 
-test: setup  ## the fast suite, then the slow tests that load the real shipped models
+lint: setup  ## ruff's checks and format (the rules are in pyproject.toml)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint  ## lint, the fast suite, then the slow tests that load the real shipped models
 	$(PY) -m pytest -q
 	$(PY) -m pytest -q -m slow
 

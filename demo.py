@@ -32,11 +32,15 @@ OWN_QUERY = "Book the 4th floor room for an hour at 3pm tomorrow"
 NEW_TOOL = Tool(
     "book_meeting_room",
     "Reserve a meeting room in the office for a time slot and invite attendees",
-    {"type": "object", "properties": {
-        "room": {"type": "string", "description": "Room name or floor"},
-        "start": {"type": "string", "description": "Start time, ISO 8601"},
-        "minutes": {"type": "integer", "description": "Length of the meeting"}},
-     "required": ["start", "minutes"]},
+    {
+        "type": "object",
+        "properties": {
+            "room": {"type": "string", "description": "Room name or floor"},
+            "start": {"type": "string", "description": "Start time, ISO 8601"},
+            "minutes": {"type": "integer", "description": "Length of the meeting"},
+        },
+        "required": ["start", "minutes"],
+    },
     namespace="office",
 )
 
@@ -72,8 +76,10 @@ def show_selections(bank: ToolBank) -> None:
             selection = e.selection
         click.echo(f"> {query}  ({time.perf_counter() - started:.1f} s)")
         click.echo(f"  why:       {selection.rationale}")
-        click.echo(f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: "
-                   + ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates))
+        click.echo(
+            f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: "
+            + ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates)
+        )
         if selection.arguments is not None:
             click.echo(f"  arguments: {json.dumps(selection.arguments, ensure_ascii=False)}\n")
         else:
@@ -110,8 +116,12 @@ def results_lines() -> list[str]:
 
 
 @click.command(help=__doc__)
-@click.option("--bank", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Bank folder (default: $AUTOTOOL_HOME/bank).")
+@click.option(
+    "--bank",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Bank folder (default: $AUTOTOOL_HOME/bank).",
+)
 def main(bank: Path | None) -> None:
     tool_bank = build_bank(bank or default_bank_path())
     show_selections(tool_bank)

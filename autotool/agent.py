@@ -13,9 +13,10 @@ import tempfile
 import types
 import typing
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from autotool.backbone import SPECIAL_TOKENS
 from autotool.policy import Policy
@@ -25,17 +26,58 @@ from autotool.selection import StepInput
 from toolbank import DEFAULT_EMBEDDER, Embedder, Tool, ToolBank
 from toolbank.bank import NameClash
 
-_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object",
-               type(None): "null"}
-_ARRAYS = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Iterable,
-           collections.abc.Collection, collections.abc.Set, collections.abc.MutableSequence)
+_JSON_TYPES = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+_ARRAYS = (
+    list,
+    tuple,
+    set,
+    frozenset,
+    collections.abc.Sequence,
+    collections.abc.Iterable,
+    collections.abc.Collection,
+    collections.abc.Set,
+    collections.abc.MutableSequence,
+)
 _OBJECTS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 _PARAM_FIELDS = {"param", "parameter", "arg", "argument", "key", "keyword"}
-_ARG_SECTIONS = {"args", "arguments", "parameters", "params", "keyword args", "keyword arguments", "kwargs",
-                 "other parameters"}
-_SECTIONS = _ARG_SECTIONS | {"returns", "return", "yields", "yield", "raises", "raise", "exceptions", "examples",
-                             "example", "note", "notes", "warning", "warnings", "see also", "todo", "attributes",
-                             "references", "methods"}
+_ARG_SECTIONS = {
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "kwargs",
+    "other parameters",
+}
+_SECTIONS = _ARG_SECTIONS | {
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "raise",
+    "exceptions",
+    "examples",
+    "example",
+    "note",
+    "notes",
+    "warning",
+    "warnings",
+    "see also",
+    "todo",
+    "attributes",
+    "references",
+    "methods",
+}
 _FIELD = re.compile(r"^:(\w+)(?:\s+([^:]*?))?\s*:\s*(.*)$")  # reST `:param int x: ...`, `:returns: ...`
 _GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")  # `x (int): ...`
 _NUMPY_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?::.*)?$")  # `x : int`
@@ -169,8 +211,11 @@ def _hints(fn: Callable) -> dict[str, Any]:
     try:
         return typing.get_type_hints(fn, include_extras=True)
     except Exception:  # a forward reference that does not resolve: the annotations that are not strings
-        return {n: p.annotation for n, p in inspect.signature(fn).parameters.items()
-                if p.annotation is not p.empty and not isinstance(p.annotation, str)}
+        return {
+            n: p.annotation
+            for n, p in inspect.signature(fn).parameters.items()
+            if p.annotation is not p.empty and not isinstance(p.annotation, str)
+        }
 
 
 def _json_default(value: Any) -> tuple[bool, Any]:
@@ -293,16 +338,23 @@ class Agent:
         embedder: The embedder of the temporary bank when `bank` is None (spec string or `Embedder`).
     """
 
-    def __init__(self, bank: ToolBank | None = None, policy: Policy | None = None, namespace: str = "agent",
-                 max_steps: int = 4, namespaces: str | Sequence[str] | None = None,
-                 execute: Callable[[Tool, dict], Any] | None = None, mode: str = "reason",
-                 min_probability: float | None = None, embedder: str | Embedder | None = None):
+    def __init__(
+        self,
+        bank: ToolBank | None = None,
+        policy: Policy | None = None,
+        namespace: str = "agent",
+        max_steps: int = 4,
+        namespaces: str | Sequence[str] | None = None,
+        execute: Callable[[Tool, dict], Any] | None = None,
+        mode: str = "reason",
+        min_probability: float | None = None,
+        embedder: str | Embedder | None = None,
+    ):
         if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
             raise ValueError(f"max_steps must be a whole number of at least 1, got {max_steps!r}")
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-        if min_probability is not None and not (isinstance(min_probability, (int, float))
-                                                and 0 < min_probability <= 1):
+        if min_probability is not None and not (isinstance(min_probability, (int, float)) and 0 < min_probability <= 1):
             raise ValueError(f"min_probability must be in (0, 1], got {min_probability!r}")
         if not isinstance(namespace, str) or not namespace:
             raise ValueError(f"namespace must be a name, got {namespace!r}")
@@ -329,7 +381,7 @@ class Agent:
         self.executors: dict[str, Callable[..., Any]] = {}
 
     @classmethod
-    def in_memory(cls, embedder: str | Embedder = DEFAULT_EMBEDDER, **options) -> "Agent":
+    def in_memory(cls, embedder: str | Embedder = DEFAULT_EMBEDDER, **options) -> Agent:
         """An agent on a private bank of its own in a temporary folder (removed by `close()`), with `embedder`
         (e.g. `toolbank.HashEmbedder(64)`, which needs no model). `options` as for `Agent`."""
         return cls(None, embedder=embedder, **options)
@@ -344,7 +396,7 @@ class Agent:
         if self._finalizer is not None:
             self._finalizer()
 
-    def __enter__(self) -> "Agent":
+    def __enter__(self) -> Agent:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -361,9 +413,13 @@ class Agent:
             self.bank.add([tool], replace_only_in=self.namespace)
         except NameClash as e:
             held = self.bank.get(tool.name).namespace if tool.name in self.bank else None
-            e.args = ((f"tool {tool.name!r} is already in bank {self.bank.path}, in namespace {held!r}, not this "
-                       f"agent's {self.namespace!r}; it was not overwritten. Register the function under another "
-                       "name (register(fn, name=...)) or give the agent another namespace or bank"),)
+            e.args = (
+                (
+                    f"tool {tool.name!r} is already in bank {self.bank.path}, in namespace {held!r}, not this "
+                    f"agent's {self.namespace!r}; it was not overwritten. Register the function under another "
+                    "name (register(fn, name=...)) or give the agent another namespace or bank"
+                ),
+            )
             raise
         self.executors[tool.name] = fn
         return tool
@@ -385,8 +441,7 @@ class Agent:
     def _observe(self, selection: Selection) -> str:
         tool = selection.tool
         if selection.arguments is None:
-            return (f"error: arguments for {tool.name!r} failed the schema twice: "
-                    f"{'; '.join(selection.argument_errors)}")
+            return f"error: arguments for {tool.name!r} failed the schema twice: {'; '.join(selection.argument_errors)}"
         try:
             if tool.name in self.executors:
                 return _observation(_call(self.executors[tool.name], selection.arguments))
@@ -405,7 +460,7 @@ class Agent:
         """
         text = prompt(policy.tokenizer, query, history(records, self.bank.get))[: -len("<think>")]
         start = policy.encode(text)[0].tolist()
-        decode = lambda ids: policy.tokenizer.decode(ids, skip_special_tokens=False)  # noqa: E731
+        decode = lambda ids: policy.tokenizer.decode(ids, skip_special_tokens=False)
         (written,) = policy.generate_ids([start], PEEK_TOKENS, "</answer>")
         head = decode(written)
         if head.lstrip().startswith("<think>"):
@@ -439,8 +494,10 @@ class Agent:
         query = _clean_query(query)
         namespace, stale, available = self._choices()
         if available < 1:
-            raise ValueError(f"agent has no tools in namespace {self.namespace!r} of bank {self.bank.path}; "
-                             "register functions with agent.register(fn)")
+            raise ValueError(
+                f"agent has no tools in namespace {self.namespace!r} of bank {self.bank.path}; "
+                "register functions with agent.register(fn)"
+            )
         policy = default_policy(self.bank) if self.policy is None else self.policy
         trajectory, records = Trajectory(query), []
         trajectory.stop = "max_steps"
@@ -450,15 +507,13 @@ class Agent:
                 trajectory.stop = "no_tools"
                 break
             step = StepInput(query, history(records, self.bank.get), called + stale)
-            (selection,) = select_steps(policy, self.bank, [step], mode=self.mode, arguments=True,
-                                        namespace=namespace)
+            (selection,) = select_steps(policy, self.bank, [step], mode=self.mode, arguments=True, namespace=namespace)
             if self.min_probability is not None and selection.probability < self.min_probability:
                 trajectory.stop = "unsure"
                 break
             observation = self._observe(selection)
             trajectory.steps.append((selection, observation))
-            records.append(StepRecord(selection.rationale, selection.tool.name, selection.arguments or {},
-                                      observation))
+            records.append(StepRecord(selection.rationale, selection.tool.name, selection.arguments or {}, observation))
             kind, answer = self._ending(policy, query, records)
             if kind != "step":
                 trajectory.stop, trajectory.answer = kind, answer

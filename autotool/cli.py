@@ -45,10 +45,18 @@ def _policy(path: str | None, bank):
     return Policy.load(path, bank) if path else default_policy(bank)
 
 
-bank_option = click.option("--bank", type=click.Path(file_okay=False), envvar="AUTOTOOL_BANK",
-                           help="Bank folder. Default: $AUTOTOOL_BANK, else $AUTOTOOL_HOME/bank.")
-policy_option = click.option("--policy", "policy_path", type=click.Path(file_okay=False, exists=True),
-                             help="Policy folder (default: $AUTOTOOL_HOME/policy, else the shipped policy).")
+bank_option = click.option(
+    "--bank",
+    type=click.Path(file_okay=False),
+    envvar="AUTOTOOL_BANK",
+    help="Bank folder. Default: $AUTOTOOL_BANK, else $AUTOTOOL_HOME/bank.",
+)
+policy_option = click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(file_okay=False, exists=True),
+    help="Policy folder (default: $AUTOTOOL_HOME/policy, else the shipped policy).",
+)
 
 
 @click.group()
@@ -59,10 +67,20 @@ def main() -> None:
 @main.command()
 @click.argument("query")
 @click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many candidates to list.")
-@click.option("--mode", type=click.Choice(MODES), default="reason", show_default=True,
-              help="reason: write a rationale first (seconds on a CPU); fast: no rationale.")
-@click.option("--args/--no-args", "arguments", default=False, show_default=True,
-              help="Also fill the chosen tool's arguments (a few seconds more on a CPU).")
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="reason",
+    show_default=True,
+    help="reason: write a rationale first (seconds on a CPU); fast: no rationale.",
+)
+@click.option(
+    "--args/--no-args",
+    "arguments",
+    default=False,
+    show_default=True,
+    help="Also fill the chosen tool's arguments (a few seconds more on a CPU).",
+)
 @click.option("--namespace", help="Only tools in this namespace.")
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @bank_option
@@ -75,14 +93,25 @@ def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
     tool_bank = _bank(bank)
     error = None
     try:
-        selection = select_tool(query, bank=tool_bank, policy=_policy(policy_path, tool_bank), k=k, mode=mode,
-                                arguments=arguments, namespace=namespace)
+        selection = select_tool(
+            query,
+            bank=tool_bank,
+            policy=_policy(policy_path, tool_bank),
+            k=k,
+            mode=mode,
+            arguments=arguments,
+            namespace=namespace,
+        )
     except ArgumentError as e:
         selection, error = e.selection, e
     if as_json:
-        out = {"tool": selection.tool.name, "probability": selection.probability, "rationale": selection.rationale,
-               "arguments": selection.arguments,
-               "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates]}
+        out = {
+            "tool": selection.tool.name,
+            "probability": selection.probability,
+            "rationale": selection.rationale,
+            "arguments": selection.arguments,
+            "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates],
+        }
         if error is not None:
             out["argument_error"] = str(error)
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
@@ -99,18 +128,33 @@ def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
 
 
 @main.command()
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
-              help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="HTTP: the address to bind (loopback only by default; any other needs a token).")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP: the address to bind (loopback only by default; any other needs a token).",
+)
 @click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
 @click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
-@click.option("--token-file", type=click.Path(dir_okay=False),
-              help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
-                   "required with a --host beyond loopback.")
-@click.option("--preload", is_flag=True,
-              help="Load the indexes, the embedder and the policy with its language model (converting them the "
-                   "first time) before serving, and say when ready; else the policy loads on the first select_tool.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
+    "required with a --host beyond loopback.",
+)
+@click.option(
+    "--preload",
+    is_flag=True,
+    help="Load the indexes, the embedder and the policy with its language model (converting them the "
+    "first time) before serving, and say when ready; else the policy loads on the first select_tool.",
+)
 @click.option("--verbose", is_flag=True, help="Also log debug lines and progress bars on stderr.")
 @bank_option
 @policy_option
@@ -137,8 +181,19 @@ def serve(transport, host, port, allow_write, token_file, preload, verbose, bank
         policy.warm()
         loaded = f"indexes, embedder and policy (language model included) loaded in {time.perf_counter() - start:.1f} s"
     announce_serving(tool_bank, transport, host, port, allow_write, loaded)
-    run(build_server(tool_bank, allow_write=allow_write, policy_path=policy_path, policy=policy,
-                     log_level="DEBUG" if verbose else "WARNING"), transport, host=host, port=port, token=token)
+    run(
+        build_server(
+            tool_bank,
+            allow_write=allow_write,
+            policy_path=policy_path,
+            policy=policy,
+            log_level="DEBUG" if verbose else "WARNING",
+        ),
+        transport,
+        host=host,
+        port=port,
+        token=token,
+    )
 
 
 if __name__ == "__main__":

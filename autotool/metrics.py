@@ -8,7 +8,7 @@ in which it happens to list tied tools. Without scores the ranking's order is ta
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -49,8 +49,9 @@ def hit_at_k(ranking: Sequence[str], gold: str | Iterable[str], k: int, scores: 
     return 0.0
 
 
-def reciprocal_rank(ranking: Sequence[str], gold: str | Iterable[str], k: int = 10,
-                    scores: Sequence[float] | None = None) -> float:
+def reciprocal_rank(
+    ranking: Sequence[str], gold: str | Iterable[str], k: int = 10, scores: Sequence[float] | None = None
+) -> float:
     """1 / rank of the first gold tool within the first k (0 when none)."""
     gold, start = _as_set(gold), 0
     for group in _groups(ranking, scores):
@@ -58,14 +59,18 @@ def reciprocal_rank(ranking: Sequence[str], gold: str | Iterable[str], k: int = 
         if relevant:
             # first relevant at position j of the group with P = C(size - j, relevant - 1) / C(size, relevant)
             total = math.comb(size, relevant)
-            return sum(math.comb(size - j, relevant - 1) / total / (start + j)
-                       for j in range(1, size - relevant + 2) if start + j <= k)
+            return sum(
+                math.comb(size - j, relevant - 1) / total / (start + j)
+                for j in range(1, size - relevant + 2)
+                if start + j <= k
+            )
         start += size
     return 0.0
 
 
-def ndcg_at_k(ranking: Sequence[str], gold: str | Iterable[str], k: int = 5,
-              scores: Sequence[float] | None = None) -> float:
+def ndcg_at_k(
+    ranking: Sequence[str], gold: str | Iterable[str], k: int = 5, scores: Sequence[float] | None = None
+) -> float:
     """Binary-relevance nDCG@k: DCG of the ranking over the DCG of a perfect one."""
     gold, start, dcg = _as_set(gold), 0, 0.0
     for group in _groups(ranking, scores):
@@ -76,15 +81,21 @@ def ndcg_at_k(ranking: Sequence[str], gold: str | Iterable[str], k: int = 5,
     return dcg / ideal if ideal else 0.0
 
 
-def selection_metrics(ranking: Sequence[str], gold: str | Iterable[str],
-                      scores: Sequence[float] | None = None) -> dict[str, float]:
+def selection_metrics(
+    ranking: Sequence[str], gold: str | Iterable[str], scores: Sequence[float] | None = None
+) -> dict[str, float]:
     """hit@1, hit@5, mrr@10 and ndcg@5 of one ranking."""
-    return {"hit@1": hit_at_k(ranking, gold, 1, scores), "hit@5": hit_at_k(ranking, gold, 5, scores),
-            "mrr@10": reciprocal_rank(ranking, gold, 10, scores), "ndcg@5": ndcg_at_k(ranking, gold, 5, scores)}
+    return {
+        "hit@1": hit_at_k(ranking, gold, 1, scores),
+        "hit@5": hit_at_k(ranking, gold, 5, scores),
+        "mrr@10": reciprocal_rank(ranking, gold, 10, scores),
+        "ndcg@5": ndcg_at_k(ranking, gold, 5, scores),
+    }
 
 
-def paired_bootstrap(a: Sequence[float], b: Sequence[float], n_resamples: int = 2000, seed: int = 0,
-                     groups: Sequence[str] | None = None) -> dict[str, float]:
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], n_resamples: int = 2000, seed: int = 0, groups: Sequence[str] | None = None
+) -> dict[str, float]:
     """Mean of a - b over paired items with a bootstrap 95% percentile interval.
 
     Args:
@@ -127,7 +138,8 @@ def call_metrics(step, call: dict | None, schemas: dict[str, dict]) -> dict[str,
     if call is None:
         return {"schema_valid": 0.0, "args_exact": 0.0, "r_correct": toolrl_correctness(gold, None)["r_correct"]}
     schema = schemas.get(call["name"], {})
-    return {"schema_valid": float(not schema_errors(call["arguments"], schema)),
-            "args_exact": float(call["name"] == step.gold
-                                and call["arguments"] == (step.gold_args or {})),
-            "r_correct": toolrl_correctness(gold, [call])["r_correct"]}
+    return {
+        "schema_valid": float(not schema_errors(call["arguments"], schema)),
+        "args_exact": float(call["name"] == step.gold and call["arguments"] == (step.gold_args or {})),
+        "r_correct": toolrl_correctness(gold, [call])["r_correct"],
+    }

@@ -8,14 +8,16 @@ One selection step, as the model sees it:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from toolbank import Tool
 
 # Short on purpose: it is read (and, in training, back-propagated through) at every step.
-SYSTEM = ("Pick a tool. Write <think>the capability needed</think><tool_anchor>; a tool card follows; "
-          'then <tool_call>{"name": ..., "arguments": {...}}</tool_call>.')
+SYSTEM = (
+    "Pick a tool. Write <think>the capability needed</think><tool_anchor>; a tool card follows; "
+    'then <tool_call>{"name": ..., "arguments": {...}}</tool_call>.'
+)
 MAX_QUERY_CHARS = 4000
 
 
@@ -57,8 +59,10 @@ def call_prefix(name: str) -> str:
 
 
 def step_text(step: StepRecord, card: str) -> str:
-    return (f"<think>{step.rationale}</think><tool_anchor>{card}<tool_call>{call_text(step.tool, step.arguments)}"
-            f"</tool_call><obs>{step.observation}</obs>")
+    return (
+        f"<think>{step.rationale}</think><tool_anchor>{card}<tool_call>{call_text(step.tool, step.arguments)}"
+        f"</tool_call><obs>{step.observation}</obs>"
+    )
 
 
 def history(steps: Sequence[StepRecord], get_tool: Callable[[str], Tool]) -> tuple[str, ...]:
@@ -70,7 +74,7 @@ def shared_prefix(tokenizer) -> str:
     """The start every prompt has in common: the chat template up to the user's text (system prompt included)."""
     marker = "\x00"
     text = prompt(tokenizer, marker)
-    return text[:text.index(marker)]
+    return text[: text.index(marker)]
 
 
 def prompt(tokenizer, query: str, context: Sequence[str] = ()) -> str:

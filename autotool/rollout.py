@@ -14,10 +14,9 @@ three under the current parameters, which is what SFT, GRPO and the Plackett-Luc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
-import numpy as np
 import torch
 
 from autotool.calls import CallError, parse_call
@@ -58,14 +57,21 @@ class Rollout:
     @property
     def action_mask(self) -> list[bool]:
         """True at the tokens the policy wrote (rationale and call)."""
-        return ([False] * len(self.prompt_ids) + [True] * len(self.rationale_ids)
-                + [False] * len(self.inserted_ids) + [True] * len(self.call_ids))
+        return (
+            [False] * len(self.prompt_ids)
+            + [True] * len(self.rationale_ids)
+            + [False] * len(self.inserted_ids)
+            + [True] * len(self.call_ids)
+        )
 
     @property
     def selection_mask(self) -> list[bool]:
         """True at the rationale tokens: with the tool choice, the selection segments of Phase II."""
-        return ([False] * len(self.prompt_ids) + [True] * len(self.rationale_ids)
-                + [False] * (len(self.inserted_ids) + len(self.call_ids)))
+        return (
+            [False] * len(self.prompt_ids)
+            + [True] * len(self.rationale_ids)
+            + [False] * (len(self.inserted_ids) + len(self.call_ids))
+        )
 
     @property
     def call(self) -> dict | None:
@@ -74,7 +80,7 @@ class Rollout:
         if not (body.startswith("<tool_call>") and body.endswith("</tool_call>")):
             return None
         try:
-            return parse_call(body[len("<tool_call>"):-len("</tool_call>")])
+            return parse_call(body[len("<tool_call>") : -len("</tool_call>")])
         except CallError:
             return None
 
@@ -102,7 +108,9 @@ def decoder_hidden(policy: Policy, sequences: Sequence[list[int]]) -> tuple[torc
     return decoder(input_ids=ids, attention_mask=mask).last_hidden_state, mask
 
 
-def selection_logits(policy: Policy, table: ToolTable, hidden: torch.Tensor, rollouts: Sequence[Rollout]) -> torch.Tensor:
+def selection_logits(
+    policy: Policy, table: ToolTable, hidden: torch.Tensor, rollouts: Sequence[Rollout]
+) -> torch.Tensor:
     """(batch, n_tools) logits of p(t | e') over `table` for each rollout's anchor (from `hidden`, its states at
     `<tool_anchor>`); excluded tools at -inf."""
     queries = torch.stack([r.query_vector for r in rollouts]).to(hidden.device)
@@ -110,7 +118,9 @@ def selection_logits(policy: Policy, table: ToolTable, hidden: torch.Tensor, rol
     return table_logits(policy.head, table, policy.head(hidden, queries, rationales), [r.input for r in rollouts])
 
 
-def logprobs(policy: Policy, table: ToolTable, rollouts: Sequence[Rollout]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def logprobs(
+    policy: Policy, table: ToolTable, rollouts: Sequence[Rollout]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Log-probabilities of each rollout's actions under the policy's current parameters (with gradients).
 
     Returns:
@@ -145,8 +155,14 @@ def decode(policy: Policy, ids: list[int]) -> str:
     return policy.tokenizer.decode(ids, skip_special_tokens=False)
 
 
-def think(policy: Policy, prompts: Sequence[list[int]], mode: str, max_new_tokens: int, sample: bool = False,
-          temperature: float = 1.0) -> tuple[list[list[int]], list[bool], list[str], list[list[int]]]:
+def think(
+    policy: Policy,
+    prompts: Sequence[list[int]],
+    mode: str,
+    max_new_tokens: int,
+    sample: bool = False,
+    temperature: float = 1.0,
+) -> tuple[list[list[int]], list[bool], list[str], list[list[int]]]:
     """The rationale part of each step: what the policy wrote (ending with `</think>` when it closed the
     thought; `fast` mode closes it at once), whether it closed it, the rationale text, and the prompt up to and
     including `<tool_anchor>` (a `</think>` inserted where the policy did not write one)."""
@@ -173,9 +189,17 @@ def hidden_at_anchor(policy: Policy, heads: Sequence[list[int]]) -> torch.Tensor
         return hidden[torch.arange(len(heads), device=hidden.device), mask.sum(1) - 1].float().clone()
 
 
-def rollout(policy: Policy, table: ToolTable, steps: Sequence[StepInput], group: int = 1, sample: bool = True,
-            temperature: float = 1.0, mode: str = "reason", budget: TokenBudget = TRAINING_BUDGET,
-            keep: int = 10) -> list[list[Rollout]]:
+def rollout(
+    policy: Policy,
+    table: ToolTable,
+    steps: Sequence[StepInput],
+    group: int = 1,
+    sample: bool = True,
+    temperature: float = 1.0,
+    mode: str = "reason",
+    budget: TokenBudget = TRAINING_BUDGET,
+    keep: int = 10,
+) -> list[list[Rollout]]:
     """Write `group` rollouts for each step: rationale, tool drawn from p(t | e'), call.
 
     Args:
@@ -190,9 +214,10 @@ def rollout(policy: Policy, table: ToolTable, steps: Sequence[StepInput], group:
     written, closed, rationales, heads = think(policy, prompts, mode, budget.rationale, sample, temperature)
     query_vectors = embed(table.embedder, [s.query for s in inputs])
     rationale_vectors = embed(table.embedder, rationales)
-    rollouts = [Rollout(s, p, w, [], [], -1, r, "", c, query_vector=q, rationale_vector=v)
-                for s, p, w, r, c, q, v in zip(inputs, prompts, written, rationales, closed, query_vectors,
-                                                rationale_vectors)]
+    rollouts = [
+        Rollout(s, p, w, [], [], -1, r, "", c, query_vector=q, rationale_vector=v)
+        for s, p, w, r, c, q, v in zip(inputs, prompts, written, rationales, closed, query_vectors, rationale_vectors)
+    ]
     with torch.inference_mode():
         hidden, mask = decoder_hidden(policy, heads)
         last = hidden[torch.arange(len(heads), device=hidden.device), mask.sum(1) - 1]
@@ -202,23 +227,50 @@ def rollout(policy: Policy, table: ToolTable, steps: Sequence[StepInput], group:
     for i, r in enumerate(rollouts):
         r.tool = int(chosen[i])
         r.tool_logp = float(probs[i, r.tool].log())
-        r.ranking = [(int(t), float(p)) for t, p in zip(top.indices[i], top.values[i])
-                     if table.tools[int(t)].name not in r.input.exclude]
-        r.inserted_ids = ([] if r.closed_think else [think_end]) + [anchor_id] + policy.encode(table.cards[r.tool])[0].tolist()
-    calls = policy.generate_ids([r.prompt_ids + r.rationale_ids + r.inserted_ids for r in rollouts], budget.call,
-                           "</tool_call>", sample, temperature)
+        r.ranking = [
+            (int(t), float(p))
+            for t, p in zip(top.indices[i], top.values[i])
+            if table.tools[int(t)].name not in r.input.exclude
+        ]
+        r.inserted_ids = (
+            ([] if r.closed_think else [think_end]) + [anchor_id] + policy.encode(table.cards[r.tool])[0].tolist()
+        )
+    calls = policy.generate_ids(
+        [r.prompt_ids + r.rationale_ids + r.inserted_ids for r in rollouts],
+        budget.call,
+        "</tool_call>",
+        sample,
+        temperature,
+    )
     for r, c in zip(rollouts, calls):
         r.call_ids, r.call_text = c, decode(policy, c)
-    return [rollouts[i * group:(i + 1) * group] for i in range(len(steps))]
+    return [rollouts[i * group : (i + 1) * group] for i in range(len(steps))]
 
 
-def teacher_rollout(policy: Policy, table: ToolTable, step: StepInput, rationale: str, tool: str, call: str,
-                    query_vector: torch.Tensor, rationale_vector: torch.Tensor) -> Rollout:
+def teacher_rollout(
+    policy: Policy,
+    table: ToolTable,
+    step: StepInput,
+    rationale: str,
+    tool: str,
+    call: str,
+    query_vector: torch.Tensor,
+    rationale_vector: torch.Tensor,
+) -> Rollout:
     """The gold step as a rollout, for supervised training: the same tokens a policy would have written."""
     think_end, anchor_id = _token(policy, "</think>"), _token(policy, "<tool_anchor>")
-    encode = lambda text: policy.encode(text)[0].tolist()  # noqa: E731
+    encode = lambda text: policy.encode(text)[0].tolist()
     index = table.index[tool]
-    return Rollout(step, prompt_ids(policy, step), encode(rationale) + [think_end],
-                   [anchor_id] + encode(table.cards[index]), encode(f"<tool_call>{call}</tool_call>"), index,
-                   rationale, f"<tool_call>{call}</tool_call>", True, query_vector=query_vector,
-                   rationale_vector=rationale_vector)
+    return Rollout(
+        step,
+        prompt_ids(policy, step),
+        encode(rationale) + [think_end],
+        [anchor_id] + encode(table.cards[index]),
+        encode(f"<tool_call>{call}</tool_call>"),
+        index,
+        rationale,
+        f"<tool_call>{call}</tool_call>",
+        True,
+        query_vector=query_vector,
+        rationale_vector=rationale_vector,
+    )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import random
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from autotool.calls import parse_arguments, schema_errors
 from autotool.policy import Policy
@@ -79,10 +79,14 @@ def default_policy(bank: ToolBank) -> Policy:
             if (manifest["embedder"], manifest["dim"]) == (bank.embedder_id, bank.dim):
                 _default[key] = Policy.load(SHIPPED_POLICY, bank)
                 return _default[key]
-            why = (f"the shipped policy reads {manifest['embedder']} embeddings (dim {manifest['dim']}); bank "
-                   f"{bank.path} uses {bank.embedder_id} (dim {bank.dim})")
-        warnings.warn(f"{why}: using the untrained anchor (dense retrieval on the query; the rationale does "
-                      "not move the choice)", stacklevel=3)
+            why = (
+                f"the shipped policy reads {manifest['embedder']} embeddings (dim {manifest['dim']}); bank "
+                f"{bank.path} uses {bank.embedder_id} (dim {bank.dim})"
+            )
+        warnings.warn(
+            f"{why}: using the untrained anchor (dense retrieval on the query; the rationale does not move the choice)",
+            stacklevel=3,
+        )
         _default[key] = Policy.create(bank)
     return _default[key]
 
@@ -112,9 +116,18 @@ def _namespaces(namespace: str | Sequence[str] | None) -> str | tuple[str, ...] 
     return namespace
 
 
-def select_steps(policy: Policy, bank: ToolBank, steps: Sequence[StepInput], k: int = 5, mode: str = "reason",
-                 arguments: bool = True, namespace: str | Sequence[str] | None = None, sample: bool = False,
-                 top_k: int = DEFAULT_TOP_K, budget: TokenBudget = TokenBudget()) -> list[Selection]:
+def select_steps(
+    policy: Policy,
+    bank: ToolBank,
+    steps: Sequence[StepInput],
+    k: int = 5,
+    mode: str = "reason",
+    arguments: bool = True,
+    namespace: str | Sequence[str] | None = None,
+    sample: bool = False,
+    top_k: int = DEFAULT_TOP_K,
+    budget: TokenBudget = TokenBudget(),
+) -> list[Selection]:
     """The served path, for a batch of steps: rationale, anchor, candidates (autotool/selection.py), choice
     and arguments, as `select_tool` describes. Never raises on arguments: a selection whose arguments failed
     the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this.
@@ -130,35 +143,48 @@ def select_steps(policy: Policy, bank: ToolBank, steps: Sequence[StepInput], k: 
     else:
         prompts = [prompt_ids(policy, s) for s in steps]
         _, _, rationales, heads = think(policy, prompts, mode, budget.rationale)
-    anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales,
-                             None if heads is None else hidden_at_anchor(policy, heads))
+    anchors = policy.anchors(
+        bank.embedder, [s.query for s in steps], rationales, None if heads is None else hidden_at_anchor(policy, heads)
+    )
     selections = []
-    for step, rationale, ranked in zip(steps, rationales, candidates(policy.head, bank, anchors, steps,
-                                                                        max(top_k, k), namespace)):
+    for step, rationale, ranked in zip(
+        steps, rationales, candidates(policy.head, bank, anchors, steps, max(top_k, k), namespace)
+    ):
         if not ranked:
-            raise ValueError(f"no tools in namespace {namespace!r} of bank {bank.path}"
-                             + (" that earlier steps did not call" if step.exclude else ""))
+            raise ValueError(
+                f"no tools in namespace {namespace!r} of bank {bank.path}"
+                + (" that earlier steps did not call" if step.exclude else "")
+            )
         if sample:
             chosen = random.choices(ranked, weights=[c.probability for c in ranked])[0]
         else:
             chosen = max(ranked, key=lambda c: c.probability)  # the first of the most probable
-        selections.append(Selection(chosen.tool, chosen.probability, rationale, None,
-                                    [(c.tool, c.probability) for c in ranked[:k]]))
+        selections.append(
+            Selection(chosen.tool, chosen.probability, rationale, None, [(c.tool, c.probability) for c in ranked[:k]])
+        )
     if arguments:
-        fill_arguments(policy, [h + policy.encode(tool_card(s.tool))[0].tolist() for h, s in zip(heads, selections)],
-                       selections, budget.call)
+        fill_arguments(
+            policy,
+            [h + policy.encode(tool_card(s.tool))[0].tolist() for h, s in zip(heads, selections)],
+            selections,
+            budget.call,
+        )
     return selections
 
 
-def fill_arguments(policy: Policy, before_calls: list[list[int]], selections: list[Selection], max_new_tokens: int) -> None:
+def fill_arguments(
+    policy: Policy, before_calls: list[list[int]], selections: list[Selection], max_new_tokens: int
+) -> None:
     """Write each selection's arguments after its call prefix (`before_calls`: the step's tokens up to and
     including the tool card); a try that fails the schema is retried once, with the errors shown."""
     call_end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
 
     def attempt(todo: list[int], starts: list[list[int]]) -> list[list[int]]:
         """Fill selections `todo` after `starts`; returns each try's tokens, its call closed."""
-        starts = [s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.name))[0].tolist()
-                  for i, s in zip(todo, starts)]
+        starts = [
+            s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.name))[0].tolist()
+            for i, s in zip(todo, starts)
+        ]
         written = policy.generate_ids(starts, max_new_tokens, "</tool_call>")
         for i, ids in zip(todo, written):
             ids = ids[:-1] if ids[-1:] == [call_end] else ids
@@ -171,19 +197,33 @@ def fill_arguments(policy: Policy, before_calls: list[list[int]], selections: li
                 continue
             errors = schema_errors(filled, selection.tool.parameters)
             selection.arguments, selection.argument_errors = (None if errors else filled), errors
-        return [s + ids[:-1 if ids[-1:] == [call_end] else None] + [call_end] for s, ids in zip(starts, written)]
+        return [s + ids[: -1 if ids[-1:] == [call_end] else None] + [call_end] for s, ids in zip(starts, written)]
 
     tried = attempt(list(range(len(selections))), before_calls)
     retry = [i for i, s in enumerate(selections) if s.argument_errors]
     if retry:  # one retry, with the errors in context
-        attempt(retry, [tried[i] + policy.encode(f"<obs>invalid arguments: {'; '.join(selections[i].argument_errors)}"
-                                                 "</obs>")[0].tolist() for i in retry])
+        attempt(
+            retry,
+            [
+                tried[i]
+                + policy.encode(f"<obs>invalid arguments: {'; '.join(selections[i].argument_errors)}</obs>")[0].tolist()
+                for i in retry
+            ],
+        )
 
 
-def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None = None, k: int = 5,
-                mode: str = "reason", context: Sequence[StepRecord] | None = None, arguments: bool = True,
-                namespace: str | Sequence[str] | None = None, sample: bool = False,
-                top_k: int = DEFAULT_TOP_K) -> Selection:
+def select_tool(
+    query: str,
+    bank: ToolBank | None = None,
+    policy: Policy | None = None,
+    k: int = 5,
+    mode: str = "reason",
+    context: Sequence[StepRecord] | None = None,
+    arguments: bool = True,
+    namespace: str | Sequence[str] | None = None,
+    sample: bool = False,
+    top_k: int = DEFAULT_TOP_K,
+) -> Selection:
     """Choose a tool for `query`, say why, and fill its arguments.
 
     Args:
@@ -212,8 +252,11 @@ def select_tool(query: str, bank: ToolBank | None = None, policy: Policy | None 
     step = StepInput(query, history(context, bank.get), tuple(record.tool for record in context))
     (selection,) = select_steps(policy, bank, [step], k, mode, arguments, namespace, sample, top_k)
     if arguments and selection.argument_errors:
-        raise ArgumentError(f"arguments for {selection.tool.name!r} failed twice: {'; '.join(selection.argument_errors)}",
-                            selection.raw_arguments, selection)
+        raise ArgumentError(
+            f"arguments for {selection.tool.name!r} failed twice: {'; '.join(selection.argument_errors)}",
+            selection.raw_arguments,
+            selection,
+        )
     return selection
 
 
@@ -242,9 +285,16 @@ class TopTools:
         return len(self.names)
 
 
-def select_tools(query: str, k: int = 5, format: str = "openai", bank: ToolBank | None = None,
-                 policy: Policy | None = None, mode: str = "fast", namespace: str | Sequence[str] | None = None,
-                 top_k: int = DEFAULT_TOP_K) -> TopTools:
+def select_tools(
+    query: str,
+    k: int = 5,
+    format: str = "openai",
+    bank: ToolBank | None = None,
+    policy: Policy | None = None,
+    mode: str = "fast",
+    namespace: str | Sequence[str] | None = None,
+    top_k: int = DEFAULT_TOP_K,
+) -> TopTools:
     """The best `k` tools for `query`, in a chat API's format, for a larger model to choose among and call.
 
     The same served path as `select_tool` (`select_steps`, without arguments): the tools are its candidates,
@@ -274,5 +324,11 @@ def select_tools(query: str, k: int = 5, format: str = "openai", bank: ToolBank 
     policy = default_policy(bank) if policy is None else policy
     (selection,) = select_steps(policy, bank, [StepInput(query)], k, mode, False, namespace, False, top_k)
     tools = [tool for tool, _ in selection.candidates]
-    return TopTools([t.to_dict(format) for t in tools], [t.name for t in tools],
-                    [p for _, p in selection.candidates], selection.rationale, format, selection)
+    return TopTools(
+        [t.to_dict(format) for t in tools],
+        [t.name for t in tools],
+        [p for _, p in selection.candidates],
+        selection.rationale,
+        format,
+        selection,
+    )

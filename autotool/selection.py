@@ -55,16 +55,18 @@ def normalised_bm25(scores: np.ndarray) -> np.ndarray:
     return scores / best if best > 0 else np.zeros_like(scores)
 
 
-def tool_scores(cosines: torch.Tensor, lexical: torch.Tensor | None, weight, later_weight,
-                     later: torch.Tensor | bool | None = None) -> torch.Tensor:
+def tool_scores(
+    cosines: torch.Tensor, lexical: torch.Tensor | None, weight, later_weight, later: torch.Tensor | bool | None = None
+) -> torch.Tensor:
     """`e'.e_k + l bm25_k` from cosines (n_tools,) or (batch, n_tools) and normalised BM25 scores of the same
     shape; `later_weight` in the rows that `later` (a bool, or one per row) marks. The logits are `2 g` times
     this; without `lexical` it is the cosines."""
     if lexical is None:
         return cosines
     later = torch.as_tensor(False if later is None else later, device=cosines.device)
-    w = torch.where(later, torch.as_tensor(later_weight, device=cosines.device),
-                    torch.as_tensor(weight, device=cosines.device))
+    w = torch.where(
+        later, torch.as_tensor(later_weight, device=cosines.device), torch.as_tensor(weight, device=cosines.device)
+    )
     return cosines + (w[:, None] if w.dim() else w).to(cosines) * lexical.to(cosines)
 
 
@@ -77,10 +79,11 @@ class ToolTable:
     embedder: object
 
     @classmethod
-    def from_bank(cls, bank: ToolBank, names: Sequence[str] | None = None) -> "ToolTable":
+    def from_bank(cls, bank: ToolBank, names: Sequence[str] | None = None) -> ToolTable:
         names = sorted(t.name for t in bank) if names is None else list(names)
-        return cls([bank.get(n) for n in names], torch.from_numpy(np.ascontiguousarray(bank.vectors(names))),
-                   bank.embedder)
+        return cls(
+            [bank.get(n) for n in names], torch.from_numpy(np.ascontiguousarray(bank.vectors(names))), bank.embedder
+        )
 
     def __post_init__(self):
         self.index = {t.name: i for i, t in enumerate(self.tools)}
@@ -113,8 +116,14 @@ def table_logits(head, table: ToolTable, anchors: torch.Tensor, steps: Sequence[
     return logits.masked_fill(table.excluded(steps).to(anchors.device), float("-inf"))
 
 
-def candidates(head, tools: ToolBank | ToolTable, anchors: np.ndarray | torch.Tensor, steps: Sequence[StepInput],
-               top_k: int | None = DEFAULT_TOP_K, namespace: str | tuple[str, ...] | None = None) -> list[list[Candidate]]:
+def candidates(
+    head,
+    tools: ToolBank | ToolTable,
+    anchors: np.ndarray | torch.Tensor,
+    steps: Sequence[StepInput],
+    top_k: int | None = DEFAULT_TOP_K,
+    namespace: str | tuple[str, ...] | None = None,
+) -> list[list[Candidate]]:
     """For each step's unit anchor (rows of `anchors`), its candidates with their selection probabilities,
     best first (ties: the order of `tools`, the bank's dense order). `namespace`: one, several (a tuple), or
     None for every tool. See the module docstring."""
@@ -125,18 +134,23 @@ def candidates(head, tools: ToolBank | ToolTable, anchors: np.ndarray | torch.Te
         if namespace is not None:
             raise ValueError("a ToolTable has no namespaces; filter its tools instead")
         return _table_candidates(head, tools, anchors, steps, top_k)
-    return [_bank_candidates(head, tools, anchor.numpy(), step, top_k, namespace) for anchor, step in zip(anchors, steps)]
+    return [
+        _bank_candidates(head, tools, anchor.numpy(), step, top_k, namespace) for anchor, step in zip(anchors, steps)
+    ]
 
 
-def _ranked(head, tools: list[Tool], cosines: torch.Tensor, lexical: torch.Tensor | None, later: bool) -> list[Candidate]:
+def _ranked(
+    head, tools: list[Tool], cosines: torch.Tensor, lexical: torch.Tensor | None, later: bool
+) -> list[Candidate]:
     with torch.no_grad():
         probs = torch.softmax(head.sharpen(cosines, lexical, later), dim=0)
     order = torch.argsort(probs, descending=True, stable=True).tolist()
     return [Candidate(tools[i], float(probs[i]), float(cosines[i])) for i in order]
 
 
-def _table_candidates(head, table: ToolTable, anchors: torch.Tensor, steps: Sequence[StepInput],
-                      top_k: int | None) -> list[list[Candidate]]:
+def _table_candidates(
+    head, table: ToolTable, anchors: torch.Tensor, steps: Sequence[StepInput], top_k: int | None
+) -> list[list[Candidate]]:
     cosines = anchors.to(table.vectors) @ table.vectors.T  # (n, n_tools)
     lexical = table.lexical([s.query for s in steps]) if head.uses_lexical else None
     excluded = table.excluded(steps)
@@ -154,24 +168,46 @@ def _table_candidates(head, table: ToolTable, anchors: torch.Tensor, steps: Sequ
                 prior = torch.where(torch.isin(keep, by_bm25), lexical[row, keep], 0.0)
         elif lexical is not None:
             prior = lexical[row, keep]
-        out.append(_ranked(head, [table.tools[i] for i in keep.tolist()], cosines[row, keep],
-                           None if lexical is None else prior, step.later))
+        out.append(
+            _ranked(
+                head,
+                [table.tools[i] for i in keep.tolist()],
+                cosines[row, keep],
+                None if lexical is None else prior,
+                step.later,
+            )
+        )
     return out
 
 
-def _search(bank: ToolBank, query: str, k: int, mode: str, namespace: str | tuple[str, ...] | None,
-            query_vector: np.ndarray | None = None):
+def _search(
+    bank: ToolBank,
+    query: str,
+    k: int,
+    mode: str,
+    namespace: str | tuple[str, ...] | None,
+    query_vector: np.ndarray | None = None,
+):
     """`bank.search` in one namespace, every one (None), or several (a tuple: the best `k` of their hits, as
     one search over their union would rank them; ties in the order of the namespaces)."""
     if namespace is None or isinstance(namespace, str):
         return bank.search(query, k=k, mode=mode, namespace=namespace, query_vector=query_vector)
-    hits = [h for ns in dict.fromkeys(namespace)
-            for h in bank.search(query, k=k, mode=mode, namespace=ns, query_vector=query_vector)]
+    hits = [
+        h
+        for ns in dict.fromkeys(namespace)
+        for h in bank.search(query, k=k, mode=mode, namespace=ns, query_vector=query_vector)
+    ]
     return sorted(hits, key=lambda h: -h.score)[:k]
 
 
-def _bank_candidates(head, bank: ToolBank, anchor: np.ndarray, step: StepInput, top_k: int | None,
-                     namespace: str | tuple[str, ...] | None) -> list[Candidate]:
+def _bank_candidates(
+    head,
+    bank: ToolBank,
+    anchor: np.ndarray,
+    step: StepInput,
+    top_k: int | None,
+    namespace: str | tuple[str, ...] | None,
+) -> list[Candidate]:
     called = set(step.exclude)
     depth = (top_k or len(bank)) + len(called)
     dense = [h for h in _search(bank, step.query, depth, "dense", namespace, anchor) if h.name not in called][:top_k]
@@ -191,5 +227,10 @@ def _bank_candidates(head, bank: ToolBank, anchor: np.ndarray, step: StepInput, 
     names = list(tools)
     if not names:
         return []
-    return _ranked(head, [tools[n] for n in names], torch.tensor([cosine[n] for n in names]),
-                   torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None, step.later)
+    return _ranked(
+        head,
+        [tools[n] for n in names],
+        torch.tensor([cosine[n] for n in names]),
+        torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None,
+        step.later,
+    )

@@ -17,24 +17,34 @@ from toolbank import ToolBank
 from toolbank.serve import Guard, tool_json
 from toolbank.serve import build_server as build_search_server
 
-INSTRUCTIONS = ("Find the right tool for a task among the tools of this bank. `search_tools` ranks tools for a "
-                "request (hybrid: BM25 and embeddings); `select_tool` asks the autotool policy to choose one, "
-                "say why and fill its arguments. Both return each tool's JSON Schema.")
+INSTRUCTIONS = (
+    "Find the right tool for a task among the tools of this bank. `search_tools` ranks tools for a "
+    "request (hybrid: BM25 and embeddings); `select_tool` asks the autotool policy to choose one, "
+    "say why and fill its arguments. Both return each tool's JSON Schema."
+)
 
 
-def build_server(bank: ToolBank, *, allow_write: bool = False, policy_path: str | Path | None = None,
-                 policy=None, log_level: str = "WARNING") -> MCPServer:
+def build_server(
+    bank: ToolBank,
+    *,
+    allow_write: bool = False,
+    policy_path: str | Path | None = None,
+    policy=None,
+    log_level: str = "WARNING",
+) -> MCPServer:
     """The MCP server for `bank`, with `select_tool` (policy: `policy`, a loaded `Policy` (`--preload`), else the
     one at `policy_path`, else the default policy, loaded on the first call, as it takes seconds). `log_level`:
     see `toolbank.serve.build_server`."""
     guarded = Guard()
-    server = build_search_server(bank, allow_write=allow_write, guarded=guarded, name="autotool",
-                                 instructions=INSTRUCTIONS, log_level=log_level)
+    server = build_search_server(
+        bank, allow_write=allow_write, guarded=guarded, name="autotool", instructions=INSTRUCTIONS, log_level=log_level
+    )
     policy: list = [] if policy is None else [policy]
 
     @server.tool()
-    def select_tool(query: str, k: int = 5, mode: str = "reason", arguments: bool = True,
-                    namespace: str | None = None) -> dict[str, Any]:
+    def select_tool(
+        query: str, k: int = 5, mode: str = "reason", arguments: bool = True, namespace: str | None = None
+    ) -> dict[str, Any]:
         """Let the autotool policy choose the tool for a request, say why, and fill its arguments.
 
         mode: reason (writes a rationale first) or fast (no rationale). arguments=false skips filling them
@@ -50,13 +60,21 @@ def build_server(bank: ToolBank, *, allow_write: bool = False, policy_path: str 
             if not policy:
                 policy.append(Policy.load(policy_path, bank) if policy_path else default_policy(bank))
             try:
-                selection, error = choose(query, bank=bank, policy=policy[0], k=k, mode=mode,
-                                          arguments=arguments, namespace=namespace), None
+                selection, error = (
+                    choose(
+                        query, bank=bank, policy=policy[0], k=k, mode=mode, arguments=arguments, namespace=namespace
+                    ),
+                    None,
+                )
             except ArgumentError as e:
                 selection, error = e.selection, e
-            out = {"tool": tool_json(selection.tool), "probability": selection.probability,
-                   "rationale": selection.rationale, "arguments": selection.arguments,
-                   "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates]}
+            out = {
+                "tool": tool_json(selection.tool),
+                "probability": selection.probability,
+                "rationale": selection.rationale,
+                "arguments": selection.arguments,
+                "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates],
+            }
             if error is not None:
                 out["argument_error"], out["raw_call"] = str(error), error.raw
             return out

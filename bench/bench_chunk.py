@@ -24,6 +24,7 @@ import click
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from training.cli import doc_help  # noqa: E402
+
 OUT = ROOT / "bench" / "out"
 
 
@@ -71,23 +72,31 @@ def measure(bench: str, policy: str, cache: Path, loss: str, chunk: int) -> dict
         chunks = loop.chunked(flat, chunk)
         with torch.no_grad():
             refs = [phase1.logprobs(reference, run.table, p) for p in chunks]
-        phase1.grpo_backward(run.policy, run.table, chunks, advantages, refs, [None] * len(chunks),
-                             phase1.GRPOConfig())
+        phase1.grpo_backward(run.policy, run.table, chunks, advantages, refs, [None] * len(chunks), phase1.GRPOConfig())
     else:
         values = torch.tensor([[phase2.rank_value(t) for t in g] for g in terms])
         phase2.ranking_backward(run.policy, reference, run.table, flat, values, 0.1, chunk)
     seconds = time.perf_counter() - started
     tokens = sum(len(r.ids) for r in flat)
-    return {"loss": loss, "chunk": chunk, "rollouts": len(flat), "tokens": tokens,
-            "peak_before_gib": before, "peak_gib": peak_gib(), "seconds": seconds}
+    return {
+        "loss": loss,
+        "chunk": chunk,
+        "rollouts": len(flat),
+        "tokens": tokens,
+        "peak_before_gib": before,
+        "peak_gib": peak_gib(),
+        "seconds": seconds,
+    }
 
 
 @click.command(help=doc_help(__doc__))
 @click.option("--bench", default="seal_tools", show_default=True, help="The benchmark whose train queries to roll out.")
-@click.option("--policy", default=str(ROOT / "autotool" / "default_policy"), show_default=True,
-              help="The policy folder.")
-@click.option("--chunks", default="16,4,2", show_default=True,
-              help="Chunk sizes, comma-separated (16: all rollouts at once).")
+@click.option(
+    "--policy", default=str(ROOT / "autotool" / "default_policy"), show_default=True, help="The policy folder."
+)
+@click.option(
+    "--chunks", default="16,4,2", show_default=True, help="Chunk sizes, comma-separated (16: all rollouts at once)."
+)
 @click.option("--one", nargs=2, type=(str, int), default=None, hidden=True)  # a child process: LOSS CHUNK
 def main(bench: str, policy: str, chunks: str, one: tuple[str, int] | None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -103,20 +112,28 @@ def main(bench: str, policy: str, chunks: str, one: tuple[str, int] | None) -> N
     for loss in ("grpo", "rank"):
         for chunk in (int(c) for c in chunks.split(",")):
             print(f"{loss}, chunk {chunk} ...", file=sys.stderr)
-            done = subprocess.run([sys.executable, __file__, "--bench", bench, "--policy", policy,
-                                   "--one", loss, str(chunk)], capture_output=True, text=True, cwd=ROOT)
+            done = subprocess.run(
+                [sys.executable, __file__, "--bench", bench, "--policy", policy, "--one", loss, str(chunk)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
             if done.returncode != 0:
                 print(done.stderr, file=sys.stderr)
                 sys.exit(done.returncode)
             rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
     first = {r["loss"]: r for r in reversed(rows)}  # per loss, the first chunk size listed is the baseline
-    print(f"\n{bench}: {rows[0]['rollouts']} rollouts, {rows[0]['tokens']} tokens; peak resident memory "
-          f"of the process (VmHWM) before and after the backward\n")
+    print(
+        f"\n{bench}: {rows[0]['rollouts']} rollouts, {rows[0]['tokens']} tokens; peak resident memory "
+        f"of the process (VmHWM) before and after the backward\n"
+    )
     print("| loss | chunk | peak before GiB | peak after GiB | seconds | seconds / first row's |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['loss']} | {r['chunk']} | {r['peak_before_gib']:.2f} | {r['peak_gib']:.2f} | {r['seconds']:.1f} "
-              f"| {r['seconds'] / first[r['loss']]['seconds']:.2f} |")
+        print(
+            f"| {r['loss']} | {r['chunk']} | {r['peak_before_gib']:.2f} | {r['peak_gib']:.2f} | {r['seconds']:.1f} "
+            f"| {r['seconds'] / first[r['loss']]['seconds']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

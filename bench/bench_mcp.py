@@ -24,10 +24,10 @@ import click
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries  # noqa: E402
+from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries
 
-from toolbank import ToolBank, load_embedder  # noqa: E402
-from training.cli import doc_help  # noqa: E402
+from toolbank import ToolBank, load_embedder
+from training.cli import doc_help
 
 
 def free_port() -> int:
@@ -37,16 +37,31 @@ def free_port() -> int:
 
 
 def start_server(bank_path: Path, port: int) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-m", "toolbank", "--bank", str(bank_path), "serve",
-                                "--transport", "http", "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolbank",
+            "--bank",
+            str(bank_path),
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(600):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return process
         except OSError:
             if process.poll() is not None:
-                raise SystemExit("the server exited; run `toolbank serve --transport http` by hand to see why")
+                raise SystemExit(
+                    "the server exited; run `toolbank serve --transport http` by hand to see why"
+                ) from None
             time.sleep(0.1)
     raise SystemExit("the server did not start in 60 s")
 
@@ -112,10 +127,20 @@ def main(ctx: click.Context, **_) -> None:
         try:
             anyio.run(load, url, [pool[:20]], args.k, args.mode)  # warm: index, BM25, model
             times, errors, wall = anyio.run(load, url, [pool[:200]], args.k, args.mode)
-            rows.append(("MCP, 1 client in sequence", 1, len(times), *percentiles(times), len(errors), len(times) / wall))
+            rows.append(
+                ("MCP, 1 client in sequence", 1, len(times), *percentiles(times), len(errors), len(times) / wall)
+            )
             times, errors, wall = anyio.run(load, url, per_client, args.k, args.mode)
-            rows.append((f"MCP, {args.clients} concurrent clients", args.clients, len(times), *percentiles(times),
-                         len(errors), len(times) / wall))
+            rows.append(
+                (
+                    f"MCP, {args.clients} concurrent clients",
+                    args.clients,
+                    len(times),
+                    *percentiles(times),
+                    len(errors),
+                    len(times) / wall,
+                )
+            )
             if errors:
                 print("first errors:", *errors[:3], sep="\n  ")
         finally:
@@ -125,7 +150,9 @@ def main(ctx: click.Context, **_) -> None:
     print(f"\n{args.tools:,} tools, search_tools mode={args.mode} k={args.k}, real queries\n")
     print("| setting | clients | calls | p50 ms | p95 ms | errors | calls/s |\n|---|---:|---:|---:|---:|---:|---:|")
     for name, clients, n, p50, p95, n_errors, rate in rows:
-        print(f"| {name} | {clients} | {n} | {p50:.1f} | {p95:.1f} | {n_errors} | {'' if rate is None else f'{rate:.1f}'} |")
+        print(
+            f"| {name} | {clients} | {n} | {p50:.1f} | {p95:.1f} | {n_errors} | {'' if rate is None else f'{rate:.1f}'} |"
+        )
     (OUT / "mcp.json").write_text(json.dumps({"args": ctx.params, "rows": rows}, indent=2))
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from training.cli import doc_help  # noqa: E402
+from training.cli import doc_help
 
 DATA = Path(__file__).parents[1] / "autotool" / "data" / "metatool"
 OUT = Path(__file__).parent / "out"
@@ -68,9 +68,13 @@ def bench_embedder(queries: list[str]) -> dict:
     b = q8.encode(queries, normalize_embeddings=True)
     cos = (a * b).sum(1)
     top_a, top_b = np.argsort(-a @ catalog.T, 1)[:, :10], np.argsort(-b @ catalog.T, 1)[:, :10]
-    return {"timings_ms": timings, "cos_mean": float(cos.mean()), "cos_min": float(cos.min()),
-            "top1_agree": float((top_a[:, 0] == top_b[:, 0]).mean()),
-            "top10_overlap": float(np.mean([len(set(x) & set(y)) / 10 for x, y in zip(top_a, top_b)]))}
+    return {
+        "timings_ms": timings,
+        "cos_mean": float(cos.mean()),
+        "cos_min": float(cos.min()),
+        "top1_agree": float((top_a[:, 0] == top_b[:, 0]).mean()),
+        "top10_overlap": float(np.mean([len(set(x) & set(y)) / 10 for x, y in zip(top_a, top_b)])),
+    }
 
 
 def bench_backbone(prompts: list[str], tokens: int) -> dict:
@@ -82,22 +86,32 @@ def bench_backbone(prompts: list[str], tokens: int) -> dict:
     def run(model) -> tuple[list[str], float]:
         outs, per_token = [], []
         for text in prompts:
-            ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                                return_tensors="pt", return_dict=True)["input_ids"]
+            ids = tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )["input_ids"]
             began = time.perf_counter()
             with torch.inference_mode():
-                out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=tokens,
-                                     min_new_tokens=tokens, do_sample=False, pad_token_id=tokenizer.eos_token_id)
+                out = model.generate(
+                    input_ids=ids,
+                    attention_mask=torch.ones_like(ids),
+                    max_new_tokens=tokens,
+                    min_new_tokens=tokens,
+                    do_sample=False,
+                    pad_token_id=tokenizer.eos_token_id,
+                )
             per_token.append((time.perf_counter() - began) / tokens)
-            outs.append(tokenizer.decode(out[0, ids.shape[1]:]))
+            outs.append(tokenizer.decode(out[0, ids.shape[1] :]))
         return outs, float(np.median(per_token) * 1000)
 
     a, fp32_ms = run(fp32)
     b, int8_ms = run(q8)
     _, again_ms = run(fp32)
-    return {"ms_per_token": {"float32": fp32_ms, "int8": int8_ms, "float32 again": again_ms},
-            "identical": sum(x == y for x, y in zip(a, b)), "prompts": len(prompts),
-            "example": {"float32": a[0][:160], "int8": b[0][:160]}}
+    return {
+        "ms_per_token": {"float32": fp32_ms, "int8": int8_ms, "float32 again": again_ms},
+        "identical": sum(x == y for x, y in zip(a, b)),
+        "prompts": len(prompts),
+        "example": {"float32": a[0][:160], "int8": b[0][:160]},
+    }
 
 
 @click.command(help=doc_help(__doc__))
@@ -109,26 +123,35 @@ def main(ctx: click.Context, **_) -> None:
     args = SimpleNamespace(**ctx.params)
     warnings.filterwarnings("ignore")
     lines = [json.loads(line)["query"] for line in open(DATA / "queries.jsonl")]
-    queries = lines[::max(1, len(lines) // args.queries)][:args.queries]
+    queries = lines[:: max(1, len(lines) // args.queries)][: args.queries]
     embedder = bench_embedder(queries)
-    backbone = bench_backbone(queries[:args.prompts], args.tokens)
+    backbone = bench_backbone(queries[: args.prompts], args.tokens)
 
     e, g = embedder["timings_ms"], backbone["ms_per_token"]
     print("\n| model | measure | float32 | int8 | float32 again | int8 / float32 |\n|---|---|---:|---:|---:|---:|")
-    print(f"| all-MiniLM-L6-v2 | one query, p50 ms | {e['float32'][0]:.1f} | {e['int8'][0]:.1f} | "
-          f"{e['float32 again'][0]:.1f} | {e['int8'][0] / e['float32'][0]:.2f} |")
-    print(f"| all-MiniLM-L6-v2 | one query, p95 ms | {e['float32'][1]:.1f} | {e['int8'][1]:.1f} | "
-          f"{e['float32 again'][1]:.1f} | {e['int8'][1] / e['float32'][1]:.2f} |")
-    print(f"| SmolLM2-135M | ms per token (greedy, {args.tokens} new) | {g['float32']:.1f} | {g['int8']:.1f} | "
-          f"{g['float32 again']:.1f} | {g['int8'] / g['float32']:.2f} |")
-    print(f"\nFidelity of int8: MiniLM cosine to float32 mean {embedder['cos_mean']:.3f} (min {embedder['cos_min']:.3f}); "
-          f"top-1 tool agrees on {embedder['top1_agree']:.0%} of {len(queries)} queries, top-10 overlap "
-          f"{embedder['top10_overlap']:.0%}. SmolLM2: {backbone['identical']} of {backbone['prompts']} greedy "
-          f"continuations identical.\n  float32: {backbone['example']['float32']!r}\n  int8:    "
-          f"{backbone['example']['int8']!r}")
+    print(
+        f"| all-MiniLM-L6-v2 | one query, p50 ms | {e['float32'][0]:.1f} | {e['int8'][0]:.1f} | "
+        f"{e['float32 again'][0]:.1f} | {e['int8'][0] / e['float32'][0]:.2f} |"
+    )
+    print(
+        f"| all-MiniLM-L6-v2 | one query, p95 ms | {e['float32'][1]:.1f} | {e['int8'][1]:.1f} | "
+        f"{e['float32 again'][1]:.1f} | {e['int8'][1] / e['float32'][1]:.2f} |"
+    )
+    print(
+        f"| SmolLM2-135M | ms per token (greedy, {args.tokens} new) | {g['float32']:.1f} | {g['int8']:.1f} | "
+        f"{g['float32 again']:.1f} | {g['int8'] / g['float32']:.2f} |"
+    )
+    print(
+        f"\nFidelity of int8: MiniLM cosine to float32 mean {embedder['cos_mean']:.3f} (min {embedder['cos_min']:.3f}); "
+        f"top-1 tool agrees on {embedder['top1_agree']:.0%} of {len(queries)} queries, top-10 overlap "
+        f"{embedder['top10_overlap']:.0%}. SmolLM2: {backbone['identical']} of {backbone['prompts']} greedy "
+        f"continuations identical.\n  float32: {backbone['example']['float32']!r}\n  int8:    "
+        f"{backbone['example']['int8']!r}"
+    )
     OUT.mkdir(exist_ok=True)
-    (OUT / "quant.json").write_text(json.dumps({"embedder": embedder, "backbone": backbone, "args": ctx.params},
-                                               indent=2) + "\n")
+    (OUT / "quant.json").write_text(
+        json.dumps({"embedder": embedder, "backbone": backbone, "args": ctx.params}, indent=2) + "\n"
+    )
 
 
 if __name__ == "__main__":

@@ -25,12 +25,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries  # noqa: E402
+from bench_toolbank import OUT, CachedEmbedder, catalog, percentiles, queries
 
-from autotool import ArgumentError, Policy, select_tool  # noqa: E402
-from autotool.select import SHIPPED_POLICY, default_policy  # noqa: E402
-from toolbank import ToolBank, load_embedder  # noqa: E402
-from training.cli import doc_help  # noqa: E402
+from autotool import ArgumentError, Policy, select_tool
+from autotool.select import SHIPPED_POLICY, default_policy
+from toolbank import ToolBank, load_embedder
+from training.cli import doc_help
 
 
 def timed(fn, items) -> tuple[float, float]:
@@ -74,31 +74,71 @@ def main(ctx: click.Context, **_) -> None:
             shaped = Policy.create(bank)
             torch.nn.init.normal_(shaped.head.W.weight, std=0.01)
             rows.append((n, "dense search (k=5)", *timed(lambda q: bank.search(q, k=5, mode="dense"), qs)))
-            rows.append((n, "select_tool fast, untrained (W = 0)",
-                         *timed(lambda q: select_tool(q, bank, untrained, mode="fast", arguments=False), qs)))
-            rows.append((n, "select_tool fast, W != 0 (LM forward)",
-                         *timed(lambda q: select_tool(q, bank, shaped, mode="fast", arguments=False), qs)))
+            rows.append(
+                (
+                    n,
+                    "select_tool fast, untrained (W = 0)",
+                    *timed(lambda q: select_tool(q, bank, untrained, mode="fast", arguments=False), qs),
+                )
+            )
+            rows.append(
+                (
+                    n,
+                    "select_tool fast, W != 0 (LM forward)",
+                    *timed(lambda q: select_tool(q, bank, shaped, mode="fast", arguments=False), qs),
+                )
+            )
             shaped.save(Path(tmp) / "shaped")  # loaded, it is frozen: adapters folded once, system prompt cached
             loaded = Policy.load(Path(tmp) / "shaped", bank)
-            rows.append((n, "select_tool fast, W != 0, loaded policy (prompt cache)",
-                         *timed(lambda q: select_tool(q, bank, loaded, mode="fast", arguments=False), qs)))
+            rows.append(
+                (
+                    n,
+                    "select_tool fast, W != 0, loaded policy (prompt cache)",
+                    *timed(lambda q: select_tool(q, bank, loaded, mode="fast", arguments=False), qs),
+                )
+            )
             if not args.fast_only or args.shipped:
                 shipped = default_policy(bank)  # the trained default: it writes its own (short) rationales
-                rows.append((n, "select_tool reason, shipped policy", *timed(
-                    lambda q: select_tool(q, bank, shipped, mode="reason", arguments=False), qs)))
-                rows.append((n, "select_tool reason + arguments, shipped policy", *timed(
-                    lambda q: with_arguments(q, bank, shipped), qs[: max(5, len(qs) // 4)])))
+                rows.append(
+                    (
+                        n,
+                        "select_tool reason, shipped policy",
+                        *timed(lambda q: select_tool(q, bank, shipped, mode="reason", arguments=False), qs),
+                    )
+                )
+                rows.append(
+                    (
+                        n,
+                        "select_tool reason + arguments, shipped policy",
+                        *timed(lambda q: with_arguments(q, bank, shipped), qs[: max(5, len(qs) // 4)]),
+                    )
+                )
                 # Baseline for the two rows above: the same weights loaded for training fold the adapters in and
                 # out at every call and do not reuse the system prompt's KV cache (how every policy ran before).
                 unfrozen = Policy.load(SHIPPED_POLICY, bank, trainable=True)
-                rows.append((n, "select_tool reason, shipped policy, adapters folded per call, no prompt cache",
-                             *timed(lambda q: select_tool(q, bank, unfrozen, mode="reason", arguments=False), qs)))
+                rows.append(
+                    (
+                        n,
+                        "select_tool reason, shipped policy, adapters folded per call, no prompt cache",
+                        *timed(lambda q: select_tool(q, bank, unfrozen, mode="reason", arguments=False), qs),
+                    )
+                )
                 del unfrozen
             if not args.fast_only:
-                rows.append((n, "select_tool reason (<= 32 rationale tokens)",
-                             *timed(lambda q: select_tool(q, bank, shaped, mode="reason", arguments=False), qs)))
-                rows.append((n, "select_tool reason + arguments",
-                             *timed(lambda q: with_arguments(q, bank, shaped), qs[: max(5, len(qs) // 4)])))
+                rows.append(
+                    (
+                        n,
+                        "select_tool reason (<= 32 rationale tokens)",
+                        *timed(lambda q: select_tool(q, bank, shaped, mode="reason", arguments=False), qs),
+                    )
+                )
+                rows.append(
+                    (
+                        n,
+                        "select_tool reason + arguments",
+                        *timed(lambda q: with_arguments(q, bank, shaped), qs[: max(5, len(qs) // 4)]),
+                    )
+                )
             print(f"{n:,} tools done", flush=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (OUT / "select.json").write_text(json.dumps({"rows": rows, "peak_rss_mib": peak}, indent=2))

@@ -24,8 +24,8 @@ import click
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from toolbank import Tool, ToolBank, load_embedder, load_file  # noqa: E402
-from training.cli import doc_help  # noqa: E402
+from toolbank import Tool, ToolBank, load_embedder, load_file
+from training.cli import doc_help
 
 DATA = Path(__file__).parents[1] / "autotool" / "data"
 OUT = Path(__file__).parent / "out"
@@ -54,8 +54,9 @@ def catalog(n: int, seed: int = 0) -> list[Tool]:
 
 
 def queries(n: int, seed: int = 0) -> list[str]:
-    rows = [json.loads(line)["query"] for name in ("metatool", "seal_tools")
-            for line in open(DATA / name / "queries.jsonl")]
+    rows = [
+        json.loads(line)["query"] for name in ("metatool", "seal_tools") for line in open(DATA / name / "queries.jsonl")
+    ]
     return random.Random(seed).sample(rows, n)
 
 
@@ -118,6 +119,7 @@ def main(sizes: str, n_queries: int) -> None:
         started = time.perf_counter()
         bank.add(tools[:1000])
         results["embed_tools_per_s"] = 1000 / (time.perf_counter() - started)
+
     # One query at a time, as an agent asks: ONNX Runtime (the library's path for short batches) against
     # sentence-transformers on PyTorch, PyTorch timed before and after to show the noise.
     def time_queries(encode) -> tuple[float, float]:
@@ -133,12 +135,18 @@ def main(sizes: str, n_queries: int) -> None:
 
     model.encode(qs[:5])  # warm-up (and the one-time ONNX export)
     torch_encode(qs[:5])
-    results["query_embedding_ms"] = {"pytorch": time_queries(torch_encode), "onnxruntime": time_queries(model.encode),
-                                     "pytorch again": time_queries(torch_encode)}
+    results["query_embedding_ms"] = {
+        "pytorch": time_queries(torch_encode),
+        "onnxruntime": time_queries(model.encode),
+        "pytorch again": time_queries(torch_encode),
+    }
     for what, (p50, p95) in results["query_embedding_ms"].items():
         rows.append((0, f"query embedding only, {what}", p50, p95))
-    print(f"bulk add: {results['embed_tools_per_s']:.0f} tools/s; query embedding p50/p95 (ms): "
-          + json.dumps(results["query_embedding_ms"]), flush=True)
+    print(
+        f"bulk add: {results['embed_tools_per_s']:.0f} tools/s; query embedding p50/p95 (ms): "
+        + json.dumps(results["query_embedding_ms"]),
+        flush=True,
+    )
 
     embedder = CachedEmbedder(model, OUT / "embeddings.npz")
     embedder.remember([t.text for t in tools])  # once; cached for later runs
@@ -185,8 +193,10 @@ def main(sizes: str, n_queries: int) -> None:
     for n, what, p50, p95 in rows:
         print(f"| {f'{n:,}' if n else '-'} | {what} | {p50:.2f} | {p95:.2f} |")
     big = results["sizes"][max(sizes)]
-    print(f"\nbulk add with embedding: {results['embed_tools_per_s']:.0f} tools/s; HNSW recall@10 vs Flat at "
-          f"{max(sizes):,}: {big['hnsw_recall@10']:.3f} (build {big['hnsw_build_s']:.0f} s); peak RSS {results['peak_rss_mib']:.0f} MiB")
+    print(
+        f"\nbulk add with embedding: {results['embed_tools_per_s']:.0f} tools/s; HNSW recall@10 vs Flat at "
+        f"{max(sizes):,}: {big['hnsw_recall@10']:.3f} (build {big['hnsw_build_s']:.0f} s); peak RSS {results['peak_rss_mib']:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

@@ -5,14 +5,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Collection
-from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from autotool.benchmarks import Benchmark, Split, select_queries, steps_of
-from eval.methods import FILLS_ARGUMENTS, METHODS, EvalContext
 from autotool.metrics import call_metrics, paired_bootstrap, percentile_ms, selection_metrics
+from eval.methods import FILLS_ARGUMENTS, METHODS, EvalContext
 from toolbank import ToolBank
 
 SELECTION_METRICS = ("hit@1", "hit@5", "mrr@10", "ndcg@5")
@@ -33,9 +32,19 @@ def check_methods(methods: list[str]) -> None:
         raise EvalError(f"unknown method {unknown[0]!r}; expected one of {', '.join(sorted(METHODS))}")
 
 
-def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str], bank: ToolBank,
-             limit: int | None = None, seed: int = 0, single_tool: bool = False, options: dict | None = None,
-             progress: bool = True, exclude: Collection[str] = ()) -> dict:
+def evaluate(
+    bench: Benchmark,
+    split: Split,
+    split_name: str,
+    methods: list[str],
+    bank: ToolBank,
+    limit: int | None = None,
+    seed: int = 0,
+    single_tool: bool = False,
+    options: dict | None = None,
+    progress: bool = True,
+    exclude: Collection[str] = (),
+) -> dict:
     """Evaluate `methods` on the steps of one query split, leaving out the queries whose ids are in `exclude`.
 
     Returns:
@@ -47,15 +56,23 @@ def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str]
     steps = [step for q in queries for step in steps_of(q)]
     ctx = EvalContext(bench, bank, options or {})
     schemas = {t.name: t.parameters for t in bench.tools}
-    result: dict = {"split": split_name, "n_queries": len(queries), "n": len(steps), "methods": {},
-                    "per_step": {}, "step_ids": [s.id for s in steps], "query_ids": [s.query.id for s in steps]}
+    result: dict = {
+        "split": split_name,
+        "n_queries": len(queries),
+        "n": len(steps),
+        "methods": {},
+        "per_step": {},
+        "step_ids": [s.id for s in steps],
+        "query_ids": [s.query.id for s in steps],
+    }
     for name in methods:
         predict = METHODS[name](ctx)
         if hasattr(predict, "prepare"):  # methods that work in batches write all steps first
-            with tqdm(total=len(steps), desc=f"{split_name} {name} (writing)", disable=not progress,
-                      leave=False) as bar:
+            with tqdm(
+                total=len(steps), desc=f"{split_name} {name} (writing)", disable=not progress, leave=False
+            ) as bar:
                 for start in range(0, len(steps), PREPARE_CHUNK):
-                    chunk = steps[start:start + PREPARE_CHUNK]
+                    chunk = steps[start : start + PREPARE_CHUNK]
                     predict.prepare(chunk)
                     bar.update(len(chunk))
         rows, seconds = [], []
@@ -70,14 +87,21 @@ def evaluate(bench: Benchmark, split: Split, split_name: str, methods: list[str]
             rows.append(row)
         keys = sorted({k for row in rows for k in row})
         per_step = {k: [row.get(k, np.nan) for row in rows] for k in keys}
-        summary = {k: float(np.nanmean(v)) if len(v) and not np.all(np.isnan(v)) else float("nan")
-                   for k, v in per_step.items()}
+        summary = {
+            k: float(np.nanmean(v)) if len(v) and not np.all(np.isnan(v)) else float("nan") for k, v in per_step.items()
+        }
         result["methods"][name] = {**summary, **percentile_ms(seconds)}
         result["per_step"][name] = per_step
     result["paired"] = [
-        {"a": a, "b": b, "metric": metric,
-         **paired_bootstrap(result["per_step"][a][metric], result["per_step"][b][metric], seed=seed,
-                            groups=result["query_ids"])}
-        for a, b in itertools.combinations(methods, 2) for metric in PAIRED_METRICS
+        {
+            "a": a,
+            "b": b,
+            "metric": metric,
+            **paired_bootstrap(
+                result["per_step"][a][metric], result["per_step"][b][metric], seed=seed, groups=result["query_ids"]
+            ),
+        }
+        for a, b in itertools.combinations(methods, 2)
+        for metric in PAIRED_METRICS
     ]
     return result

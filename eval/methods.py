@@ -5,8 +5,8 @@ A method factory takes an `EvalContext` and returns a callable `Step -> Predicti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from autotool.benchmarks import Benchmark, Step, step_input
 from toolbank import ToolBank
@@ -108,8 +108,9 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     policy.to(_device(ctx))
     mode, batch_size = ctx.options.get("policy_mode", "reason"), int(ctx.options.get("batch_size", 16))
     default = TokenBudget()
-    budget = TokenBudget(int(ctx.options.get("rationale_tokens", default.rationale)),
-                         int(ctx.options.get("call_tokens", default.call)))
+    budget = TokenBudget(
+        int(ctx.options.get("rationale_tokens", default.rationale)), int(ctx.options.get("call_tokens", default.call))
+    )
     top_k = int(ctx.options.get("top_k", DEFAULT_TOP_K))
     cache: dict[str, tuple[Prediction, float]] = {}
 
@@ -117,19 +118,33 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         import time
 
         for start in range(0, len(steps), batch_size):
-            batch = steps[start:start + batch_size]
+            batch = steps[start : start + batch_size]
             began = time.perf_counter()
-            selections = select_steps(policy, ctx.bank, [step_input(ctx.bank, s) for s in batch], k=DEPTH, mode=mode,
-                                      top_k=top_k, budget=budget)
+            selections = select_steps(
+                policy,
+                ctx.bank,
+                [step_input(ctx.bank, s) for s in batch],
+                k=DEPTH,
+                mode=mode,
+                top_k=top_k,
+                budget=budget,
+            )
             seconds = (time.perf_counter() - began) / len(batch)
             for step, selection in zip(batch, selections):
                 try:
                     call = {"name": selection.tool.name, "arguments": parse_arguments(selection.raw_arguments)}
                 except ValueError:
                     call = None
-                cache[step.id] = (Prediction([t.name for t, _ in selection.candidates],
-                                             [p for _, p in selection.candidates], call, call is None,
-                                             {"rationale": selection.rationale}), seconds)
+                cache[step.id] = (
+                    Prediction(
+                        [t.name for t, _ in selection.candidates],
+                        [p for _, p in selection.candidates],
+                        call,
+                        call is None,
+                        {"rationale": selection.rationale},
+                    ),
+                    seconds,
+                )
 
     return _batched(prepare, cache)
 
@@ -202,32 +217,44 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         past = output_cache(out)
         past.batch_repeat_interleave(len(names))
         ids = torch.tensor([n + [tokenizer.pad_token_id] * (width - len(n)) for n in names], device=policy.device)
-        mask = torch.tensor([[1] * len(head) + [1] * len(n) + [0] * (width - len(n)) for n in names],
-                            device=policy.device)
-        logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask, **{cache_keyword(model): past}).logits.float(), -1)
-        return [float(first[n[0]]) + sum(float(logp[i, j - 1, n[j]]) for j in range(1, len(n)))
-                for i, n in enumerate(names)]
+        mask = torch.tensor(
+            [[1] * len(head) + [1] * len(n) + [0] * (width - len(n)) for n in names], device=policy.device
+        )
+        logp = torch.log_softmax(
+            model(input_ids=ids, attention_mask=mask, **{cache_keyword(model): past}).logits.float(), -1
+        )
+        return [
+            float(first[n[0]]) + sum(float(logp[i, j - 1, n[j]]) for j in range(1, len(n))) for i, n in enumerate(names)
+        ]
 
     def choose(step: Step) -> tuple[list, list[float]]:
         hits = ctx.bank.search(step.query.text, k=k + len(step.context), mode="hybrid")
         hits = [h for h in hits if h.name not in step.context][:k]
         listing = "\n".join(f"- {h.name}: {h.tool.description[:300]}" for h in hits)
-        messages = [{"role": "system", "content": NAMEGEN_SYSTEM},
-                    {"role": "user", "content": f"{step.query.text}\n\nTools:\n{listing}"}]
-        head = encode(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-                      + '<tool_call>{"name": "')
+        messages = [
+            {"role": "system", "content": NAMEGEN_SYSTEM},
+            {"role": "user", "content": f"{step.query.text}\n\nTools:\n{listing}"},
+        ]
+        head = encode(
+            tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            + '<tool_call>{"name": "'
+        )
         scores = name_scores(head, [encode(h.name + '"') for h in hits])
         order = sorted(range(len(hits)), key=lambda i: -scores[i])
         return [hits[i].tool for i in order], [scores[i] for i in order]
 
     def prepare(steps: list[Step]) -> None:
         for start in range(0, len(steps), batch_size):
-            batch = steps[start:start + batch_size]
+            batch = steps[start : start + batch_size]
             began = time.perf_counter()
             chosen = [choose(step) for step in batch]
-            starts = [prompt_ids(policy, step_input(ctx.bank, step)) + encode("</think><tool_anchor>")
-                      + encode(tool_card(tools[0])) + encode("<tool_call>" + call_prefix(tools[0].name))
-                      for step, (tools, _) in zip(batch, chosen)]
+            starts = [
+                prompt_ids(policy, step_input(ctx.bank, step))
+                + encode("</think><tool_anchor>")
+                + encode(tool_card(tools[0]))
+                + encode("<tool_call>" + call_prefix(tools[0].name))
+                for step, (tools, _) in zip(batch, chosen)
+            ]
             written = policy.generate_ids(starts, call_tokens, "</tool_call>")
             seconds = (time.perf_counter() - began) / len(batch)
             for step, (tools, scores), ids in zip(batch, chosen, written):

@@ -27,33 +27,56 @@ def drops(splits: list[dict]) -> dict[str, dict[str, float]]:
 
 
 def markdown(results: dict) -> str:
-    lines = [f"# {results['bench']}: tool selection", "",
-             f"Command: `{results['command']}`", "",
-             f"Split seed {results['seed']}; the whole catalog ({results['n_tools']} tools) is in the bank; "
-             f"multi-tool queries count one step per call.", ""]
+    lines = [
+        f"# {results['bench']}: tool selection",
+        "",
+        f"Command: `{results['command']}`",
+        "",
+        f"Split seed {results['seed']}; the whole catalog ({results['n_tools']} tools) is in the bank; "
+        f"multi-tool queries count one step per call.",
+        "",
+    ]
     if results.get("excluded_runs"):
-        lines += ["Queries scored by " + ", ".join(f"`{r}`" for r in results["excluded_runs"]) + " were left out "
-                  "before sampling (" + ", ".join(f"{n} on {s}" for s, n in results["excluded_queries"].items())
-                  + "): a disjoint sample.", ""]
+        lines += [
+            "Queries scored by " + ", ".join(f"`{r}`" for r in results["excluded_runs"]) + " were left out "
+            "before sampling ("
+            + ", ".join(f"{n} on {s}" for s, n in results["excluded_queries"].items())
+            + "): a disjoint sample.",
+            "",
+        ]
     for split in results["splits"]:
         methods = split["methods"]
         extra = CALL_METRICS if FILLS_ARGUMENTS & set(methods) else ()
-        lines += [f"## {split['split']}: {split['n_queries']} queries, {split['n']} steps", "",
-                  "| method | " + " | ".join(SELECTION_METRICS + extra) + " | p50 ms | p95 ms |",
-                  "|---|" + "---:|" * (len(SELECTION_METRICS) + len(extra) + 2)]
+        lines += [
+            f"## {split['split']}: {split['n_queries']} queries, {split['n']} steps",
+            "",
+            "| method | " + " | ".join(SELECTION_METRICS + extra) + " | p50 ms | p95 ms |",
+            "|---|" + "---:|" * (len(SELECTION_METRICS) + len(extra) + 2),
+        ]
         for name, m in methods.items():
             cells = [_fmt(m.get(k, math.nan)) for k in SELECTION_METRICS + extra]
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {_fmt(m['p50_ms'], 1)} | {_fmt(m['p95_ms'], 1)} |")
         if split["paired"]:
-            lines += ["", "Paired differences (A - B), 95% bootstrap interval over queries:", "",
-                      "| A | B | metric | mean | 95% CI |", "|---|---|---|---:|---|"]
+            lines += [
+                "",
+                "Paired differences (A - B), 95% bootstrap interval over queries:",
+                "",
+                "| A | B | metric | mean | 95% CI |",
+                "|---|---|---|---:|---|",
+            ]
             for p in split["paired"]:
-                lines.append(f"| {p['a']} | {p['b']} | {p['metric']} | {p['mean']:+.3f} | "
-                             f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] |")
+                lines.append(
+                    f"| {p['a']} | {p['b']} | {p['metric']} | {p['mean']:+.3f} | "
+                    f"[{p['ci_low']:+.3f}, {p['ci_high']:+.3f}] |"
+                )
         lines.append("")
     if results.get("drop"):
-        lines += ["## seen-test minus unseen-test", "", "| method | " + " | ".join(SELECTION_METRICS) + " |",
-                  "|---|" + "---:|" * len(SELECTION_METRICS)]
+        lines += [
+            "## seen-test minus unseen-test",
+            "",
+            "| method | " + " | ".join(SELECTION_METRICS) + " |",
+            "|---|" + "---:|" * len(SELECTION_METRICS),
+        ]
         for name, d in results["drop"].items():
             lines.append(f"| {name} | " + " | ".join(f"{d[k]:+.3f}" for k in SELECTION_METRICS) + " |")
         lines.append("")
@@ -99,11 +122,21 @@ def write(results: dict, out: Path) -> None:
         for split in results["splits"]:
             for name, per_step in split["per_step"].items():
                 for metric, values in per_step.items():
-                    writer.writerows([split["split"], name, sid, metric, v] for sid, v in zip(split["step_ids"], values))
+                    writer.writerows(
+                        [split["split"], name, sid, metric, v] for sid, v in zip(split["step_ids"], values)
+                    )
     # The ids of the queries scored, not the per-step arrays: enough for `--exclude-run` where steps.csv
     # (large, not committed) is absent.
-    slim = {**results, "splits": [{**{k: v for k, v in s.items() if k not in ("per_step", "step_ids", "query_ids")},
-                                   "queries": sorted(set(s["query_ids"]))} for s in results["splits"]]}
+    slim = {
+        **results,
+        "splits": [
+            {
+                **{k: v for k, v in s.items() if k not in ("per_step", "step_ids", "query_ids")},
+                "queries": sorted(set(s["query_ids"])),
+            }
+            for s in results["splits"]
+        ],
+    }
     (out / "results.json").write_text(json.dumps(slim, indent=2) + "\n")
     (out / "results.md").write_text(markdown(results))
     plot(results, out / "results.png")
@@ -130,7 +163,9 @@ def evaluated_queries(folder: Path, bench: str, split: str) -> set[str]:
     if "queries" in scored[0]:
         return set(scored[0]["queries"])
     if not path.is_file():
-        raise ValueError(f"{meta}: split {split!r} has no field 'queries' (written before it existed) and there is "
-                         f"no steps.csv beside it to read them from")
+        raise ValueError(
+            f"{meta}: split {split!r} has no field 'queries' (written before it existed) and there is "
+            f"no steps.csv beside it to read them from"
+        )
     with open(path, newline="") as f:
         return {row["step"].rpartition("#")[0] for row in csv.DictReader(f) if row["split"] == split}

@@ -47,4 +47,3 @@ def write_json(tmp_path):
         return path
 
     return write
-

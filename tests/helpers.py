@@ -12,15 +12,22 @@ DATA = Path(__file__).parents[1] / "autotool" / "data"
 
 
 def weather_tools() -> list[Tool]:
-    obj = {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
-           "required": ["city"]}
+    obj = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "description": "City name"}},
+        "required": ["city"],
+    }
     return [
         Tool("get_weather", "Current weather and temperature for a city", obj, namespace="weather"),
-        Tool("get_forecast", "Weather forecast for the next days in a city", obj, namespace="weather",
-             tags=("forecast",)),
-        Tool("pdf_to_text", "Convert a PDF document to plain text",
-             {"type": "object", "properties": {"path": {"type": "string", "description": "PDF file"}}},
-             namespace="files"),
+        Tool(
+            "get_forecast", "Weather forecast for the next days in a city", obj, namespace="weather", tags=("forecast",)
+        ),
+        Tool(
+            "pdf_to_text",
+            "Convert a PDF document to plain text",
+            {"type": "object", "properties": {"path": {"type": "string", "description": "PDF file"}}},
+            namespace="files",
+        ),
         Tool("send_email", "Send an email message to a recipient", {}, namespace="mail"),
     ]
 
@@ -60,10 +67,28 @@ def write_bench(folder, queries_per_tool=6):
         n = 0
         for name, description in TOOLS:
             for i in range(queries_per_tool):
-                f.write(json.dumps({"id": f"q{n}", "query": f"{description.lower()} please, case {i}",
-                                    "gold_tools": [name], "gold_args": {"calls": [{"tool": name, "args": {"x": str(i)}}]}}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "id": f"q{n}",
+                            "query": f"{description.lower()} please, case {i}",
+                            "gold_tools": [name],
+                            "gold_args": {"calls": [{"tool": name, "args": {"x": str(i)}}]},
+                        }
+                    )
+                    + "\n"
+                )
                 n += 1
         calls = [{"tool": "get_weather", "args": {"x": "Oslo"}}, {"tool": "send_email", "args": {"x": "me"}}]
-        f.write(json.dumps({"id": "multi", "query": "weather in Oslo, then email it to me",
-                            "gold_tools": ["get_weather", "send_email"], "gold_args": {"calls": calls}}) + "\n")
+        f.write(
+            json.dumps(
+                {
+                    "id": "multi",
+                    "query": "weather in Oslo, then email it to me",
+                    "gold_tools": ["get_weather", "send_email"],
+                    "gold_args": {"calls": calls},
+                }
+            )
+            + "\n"
+        )
     return folder

@@ -21,8 +21,11 @@ SIBLING = re.compile(r"(?<![\w/.-])\.\./\d{4}-\d{2}-\d{2}-[\w./*+-]*[\w*/]")  # 
 
 
 def markdown_files() -> list[Path]:
-    return sorted(p for p in ROOT.rglob("*.md")
-                  if not SKIP & set(p.relative_to(ROOT).parts) and not any(q.endswith(".egg-info") for q in p.parts))
+    return sorted(
+        p
+        for p in ROOT.rglob("*.md")
+        if not SKIP & set(p.relative_to(ROOT).parts) and not any(q.endswith(".egg-info") for q in p.parts)
+    )
 
 
 def exists(path: Path) -> bool:

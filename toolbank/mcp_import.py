@@ -86,8 +86,9 @@ def list_server_tools(command: str, timeout: float = 30.0) -> tuple[str | None, 
                 reason = "; ".join(f"{type(leaf).__name__}: {leaf}".rstrip(": ") for leaf in leaves[:3])
             errlog.seek(0)
             tail = errlog.read()[-1500:].strip()
-            raise MCPImportError(reason + (f"\n--- its stderr (last lines) ---\n{tail}" if tail else ""),
-                                 file=source) from None
+            raise MCPImportError(
+                reason + (f"\n--- its stderr (last lines) ---\n{tail}" if tail else ""), file=source
+            ) from None
 
 
 def namespace_for(server_name: str | None, command: str) -> str:

@@ -6,9 +6,9 @@ import json
 import logging
 import re
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -81,21 +81,32 @@ class BM25Index:
     def save(self, path: Path, generation: int) -> None:
         """Write the index (for the store's `generation`) to `path` through `atomic_path`."""
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
-            np.savez(f, version=np.int64(_SAVED_VERSION), generation=np.int64(generation), ids=self.ids,
-                     data=self.data, indices=self.indices, indptr=self.indptr,
-                     vocab=np.array(json.dumps(self.vocab, ensure_ascii=False)))
+            np.savez(
+                f,
+                version=np.int64(_SAVED_VERSION),
+                generation=np.int64(generation),
+                ids=self.ids,
+                data=self.data,
+                indices=self.indices,
+                indptr=self.indptr,
+                vocab=np.array(json.dumps(self.vocab, ensure_ascii=False)),
+            )
 
     @classmethod
     def load(cls, path: Path, generation: int, count: int) -> BM25Index | None:
         """The index saved at `path` when it is readable and was built from `generation` with `count` tools; else None."""
         try:
             with np.load(path, allow_pickle=False) as saved:
-                if (int(saved["version"]), int(saved["generation"]), len(saved["ids"])) != (_SAVED_VERSION, generation,
-                                                                                           count):
+                if (int(saved["version"]), int(saved["generation"]), len(saved["ids"])) != (
+                    _SAVED_VERSION,
+                    generation,
+                    count,
+                ):
                     return None
                 index = object.__new__(cls)
-                index.ids, index.data, index.indices, index.indptr = (saved[k] for k in ("ids", "data", "indices",
-                                                                                         "indptr"))
+                index.ids, index.data, index.indices, index.indptr = (
+                    saved[k] for k in ("ids", "data", "indices", "indptr")
+                )
                 index.vocab = json.loads(str(saved["vocab"]))
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
             return None

@@ -35,8 +35,10 @@ from toolbank.bank import ToolBank, database_error
 from toolbank.search import MODES
 from toolbank.tool import SUSPICIOUS_TAG, from_dict, short
 
-INSTRUCTIONS = ("Find the right tool for a task among the tools of this bank. `search_tools` ranks tools for a "
-                "request (hybrid: BM25 and embeddings) and returns each tool's JSON Schema.")
+INSTRUCTIONS = (
+    "Find the right tool for a task among the tools of this bank. `search_tools` ranks tools for a "
+    "request (hybrid: BM25 and embeddings) and returns each tool's JSON Schema."
+)
 TOKEN_ENV = "AUTOTOOL_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
 
@@ -65,16 +67,26 @@ class Guard:
 
 
 def tool_json(tool, score: float | None = None) -> dict[str, Any]:
-    out = {"name": tool.name, "description": tool.description, "namespace": tool.namespace,
-           "parameters": tool.parameters}
+    out = {
+        "name": tool.name,
+        "description": tool.description,
+        "namespace": tool.namespace,
+        "parameters": tool.parameters,
+    }
     if score is not None:
         out["score"] = score
     return out
 
 
-def build_server(bank: ToolBank, *, allow_write: bool = False, guarded: Guard | None = None,
-                 name: str = "autotool-toolbank", instructions: str = INSTRUCTIONS,
-                 log_level: str = "WARNING") -> MCPServer:
+def build_server(
+    bank: ToolBank,
+    *,
+    allow_write: bool = False,
+    guarded: Guard | None = None,
+    name: str = "autotool-toolbank",
+    instructions: str = INSTRUCTIONS,
+    log_level: str = "WARNING",
+) -> MCPServer:
     """The MCP server for `bank`; `allow_write` also exposes `add_tool`. A server that adds tools of its own
     passes its `guarded`, so that all of its calls share one lock. `log_level` is the server's (and every
     library's) level on stderr: WARNING by default, DEBUG for `--verbose`."""
@@ -83,8 +95,9 @@ def build_server(bank: ToolBank, *, allow_write: bool = False, guarded: Guard | 
     guarded.bank_path = bank.path
 
     @server.tool()
-    def search_tools(query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None,
-                     include_suspicious: bool = False) -> dict[str, Any]:
+    def search_tools(
+        query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None, include_suspicious: bool = False
+    ) -> dict[str, Any]:
         """Rank the bank's tools for a request. mode: hybrid (default), dense or bm25.
 
         Tools tagged `suspicious` (their description addresses the model, e.g. "always select this tool") are
@@ -93,31 +106,50 @@ def build_server(bank: ToolBank, *, allow_write: bool = False, guarded: Guard | 
         """
         if mode not in MODES:
             raise MCPToolError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-        hits = guarded(bank.search, query, k=k, mode=mode, namespace=namespace,
-                       exclude_tags=() if include_suspicious else (SUSPICIOUS_TAG,))
+        hits = guarded(
+            bank.search,
+            query,
+            k=k,
+            mode=mode,
+            namespace=namespace,
+            exclude_tags=() if include_suspicious else (SUSPICIOUS_TAG,),
+        )
         return {"tools": [tool_json(h.tool, h.score) for h in hits]}
 
     @server.tool()
     def list_namespaces() -> dict[str, Any]:
         """The bank's namespaces (e.g. one per MCP server its tools came from) with their tool counts."""
         counts = guarded(bank.store.namespaces)
-        return {"namespaces": [{"name": name or "", "tools": n} for name, n in sorted(counts.items(), key=lambda x: x[0] or "")],
-                "tools": sum(counts.values())}
+        return {
+            "namespaces": [
+                {"name": name or "", "tools": n} for name, n in sorted(counts.items(), key=lambda x: x[0] or "")
+            ],
+            "tools": sum(counts.values()),
+        }
 
     if allow_write:
+
         @server.tool()
         def add_tool(tool: dict[str, Any], ctx: Context, replace: bool = False) -> dict[str, Any]:
             """Register a tool: {name, description, parameters} (or an OpenAI, Anthropic or MCP tool object).
 
             With replace=true a tool of the same name is overwritten.
             """
+
             def run():
                 notes: list[str] = []
                 report = bank.add([from_dict(tool, notes=notes)], replace=replace)
-                notes += [f"tool {short(name)!r}: its text addresses the model ({phrase!r}); tagged "
-                          f"{SUSPICIOUS_TAG!r}, so search_tools leaves it out" for name, phrase in report.flagged.items()]
-                return {"added": report.added, "replaced": report.replaced, "unchanged": report.unchanged,
-                        "tools": len(bank)} | ({"warnings": notes} if notes else {})
+                notes += [
+                    f"tool {short(name)!r}: its text addresses the model ({phrase!r}); tagged "
+                    f"{SUSPICIOUS_TAG!r}, so search_tools leaves it out"
+                    for name, phrase in report.flagged.items()
+                ]
+                return {
+                    "added": report.added,
+                    "replaced": report.replaced,
+                    "unchanged": report.unchanged,
+                    "tools": len(bank),
+                } | ({"warnings": notes} if notes else {})
 
             name = _tool_name(tool)
             try:
@@ -190,7 +222,8 @@ def serve_token(transport: str, host: str, token_file: str | Path | None = None)
                 f"${TOKEN_ENV} or pass --token-file PATH (a file holding the token; never the token itself on the "
                 f"command line), e.g. `export {TOKEN_ENV}="
                 "$(python -c 'import secrets; print(secrets.token_urlsafe(32))')`. Clients send "
-                "`Authorization: Bearer TOKEN`. Without --host the server stays on 127.0.0.1")
+                "`Authorization: Bearer TOKEN`. Without --host the server stays on 127.0.0.1"
+            )
         return None
     if len(token) < MIN_TOKEN_LENGTH or any(c.isspace() for c in token):
         raise ServeError(f"the token in {source} must be at least {MIN_TOKEN_LENGTH} characters, without spaces")
@@ -215,11 +248,23 @@ class BearerAuth:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = json.dumps({"error": "unauthorized", "error_description": "this server needs "
-                           "`Authorization: Bearer TOKEN` (the token it was started with)"}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"www-authenticate", b'Bearer realm="toolbank"')]})
+        body = json.dumps(
+            {
+                "error": "unauthorized",
+                "error_description": "this server needs `Authorization: Bearer TOKEN` (the token it was started with)",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="toolbank"'),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -231,8 +276,9 @@ def http_app(server: MCPServer, host: str = "127.0.0.1", token: str | None = Non
     return BearerAuth(app, token) if token else app
 
 
-def run(server: MCPServer, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000,
-        token: str | None = None) -> None:
+def run(
+    server: MCPServer, transport: str = "stdio", host: str = "127.0.0.1", port: int = 8000, token: str | None = None
+) -> None:
     """Run `server` until interrupted; `transport` is `stdio` or `http` (streamable HTTP at /mcp). Over HTTP a
     `token` (see `serve_token`) is required from every client, and needed for a `host` beyond loopback."""
     if transport == "stdio":
@@ -243,9 +289,12 @@ def run(server: MCPServer, transport: str = "stdio", host: str = "127.0.0.1", po
 
         app = http_app(server, host, token)
         if not is_loopback(host):
-            print(f"warning: serving on {host}:{port}, beyond this machine: clients must send the bearer token; the "
-                  "traffic (token included) is plain HTTP, so put TLS in front of it on a network you do not trust",
-                  file=sys.stderr, flush=True)
+            print(
+                f"warning: serving on {host}:{port}, beyond this machine: clients must send the bearer token; the "
+                "traffic (token included) is plain HTTP, so put TLS in front of it on a network you do not trust",
+                file=sys.stderr,
+                flush=True,
+            )
         config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
         anyio.run(uvicorn.Server(config).serve)
     else:

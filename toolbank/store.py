@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -90,9 +90,10 @@ class Store:
         """`SELECT columns FROM tools WHERE key IN values`, chunked under SQLite's parameter cap."""
         values, rows = list(values), []
         for start in range(0, len(values), 900):
-            chunk = values[start:start + 900]
+            chunk = values[start : start + 900]
             rows += self.db.execute(
-                f"SELECT {columns} FROM tools WHERE {key} IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                f"SELECT {columns} FROM tools WHERE {key} IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall()
         return rows
 
     def tools(self, ids: Iterable[int] | None = None) -> dict[int, Tool]:
@@ -119,8 +120,9 @@ class Store:
     def ids_where(self, namespace: str | None = None, tags: Iterable[str] = ()) -> list[int]:
         """Row ids of tools in `namespace` (any when None) carrying every tag in `tags`."""
         tags = list(tags)
-        rows = self.db.execute("SELECT id, tags FROM tools WHERE (? IS NULL OR namespace = ?) ORDER BY id",
-                               (namespace, namespace)).fetchall()
+        rows = self.db.execute(
+            "SELECT id, tags FROM tools WHERE (? IS NULL OR namespace = ?) ORDER BY id", (namespace, namespace)
+        ).fetchall()
         return [rowid for rowid, row_tags in rows if set(tags) <= set(json.loads(row_tags))]
 
     def embeddings(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -134,7 +136,7 @@ class Store:
         return dict(self.db.execute("SELECT namespace, COUNT(*) FROM tools GROUP BY namespace ORDER BY namespace"))
 
     # -- writes ---------------------------------------------------------------------------------
-    def transaction(self) -> "_Transaction":
+    def transaction(self) -> _Transaction:
         """`with store.transaction() as tx:`: an IMMEDIATE transaction that bumps the generation when it changed
         a row (one that changed nothing leaves the generation, and so the saved index, as they were)."""
         return _Transaction(self)
@@ -149,16 +151,28 @@ class Store:
             " namespace = excluded.namespace, tags = excluded.tags, description = excluded.description,"
             " parameters = excluded.parameters, text_hash = excluded.text_hash, embedding = excluded.embedding,"
             " updated_at = excluded.updated_at",
-            (tool.name, tool.namespace, json.dumps(list(tool.tags)), tool.description,
-             json.dumps(tool.parameters, ensure_ascii=False), tool.text_hash, blob, now, now))
+            (
+                tool.name,
+                tool.namespace,
+                json.dumps(list(tool.tags)),
+                tool.description,
+                json.dumps(tool.parameters, ensure_ascii=False),
+                tool.text_hash,
+                blob,
+                now,
+                now,
+            ),
+        )
         return self.db.execute("SELECT id FROM tools WHERE name = ?", (tool.name,)).fetchone()[0]
 
     def delete(self, names: Iterable[str]) -> None:
         self.db.executemany("DELETE FROM tools WHERE name = ?", [(n,) for n in names])
 
     def set_embedding(self, rowid: int, text_hash: str, embedding: np.ndarray) -> None:
-        self.db.execute("UPDATE tools SET embedding = ?, text_hash = ? WHERE id = ?",
-                        (np.ascontiguousarray(embedding, dtype=np.float32).tobytes(), text_hash, rowid))
+        self.db.execute(
+            "UPDATE tools SET embedding = ?, text_hash = ? WHERE id = ?",
+            (np.ascontiguousarray(embedding, dtype=np.float32).tobytes(), text_hash, rowid),
+        )
 
 
 class _Transaction:

@@ -14,9 +14,10 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 # jsonschema and referencing are imported where a schema is checked: a process that only reads a bank (a search)
 # starts 0.1 s sooner without them.
@@ -33,8 +34,17 @@ KNOWN_KEYS = {
     "plain": {"name", "description", "parameters"},
     "openai": {"type", "function"},  # the function object: OPENAI_FUNCTION_KEYS
     "anthropic": {"name", "description", "input_schema", "type", "cache_control"},
-    "mcp": {"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta", "icons",
-            "execution"},
+    "mcp": {
+        "name",
+        "title",
+        "description",
+        "inputSchema",
+        "outputSchema",
+        "annotations",
+        "_meta",
+        "icons",
+        "execution",
+    },
 }
 OPENAI_FUNCTION_KEYS = {"name", "description", "parameters", "strict"}
 OWN_KEYS = {"namespace", "tags"}
@@ -49,8 +59,15 @@ def short(name: Any) -> str:
 class ToolError(ValueError):
     """A tool, or the file it came from, is invalid. Names the file (and line), the tool and the field."""
 
-    def __init__(self, message: str, *, file: str | None = None, tool: str | None = None, field: str | None = None,
-                 line: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        tool: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+    ):
         self.file, self.tool, self.field, self.reason, self.line = file, tool, field, message, line
         place = f"{file}:{line}" if file and line else file or (line and f"line {line}")
         where = [part for part in (place, tool and f"tool {short(tool)!r}", field and f"field {field!r}") if part]
@@ -79,12 +96,18 @@ class Tool:
         validate(self)
 
     @classmethod
-    def trusted(cls, name: str, description: str, parameters: dict[str, Any], namespace: str | None,
-                tags: tuple[str, ...]) -> "Tool":
+    def trusted(
+        cls, name: str, description: str, parameters: dict[str, Any], namespace: str | None, tags: tuple[str, ...]
+    ) -> Tool:
         """A tool read back from a bank: it was validated when added, so validation (ms a schema) is skipped."""
         tool = object.__new__(cls)
-        for key, value in (("name", name), ("description", description), ("parameters", parameters),
-                           ("namespace", namespace), ("tags", tags)):
+        for key, value in (
+            ("name", name),
+            ("description", description),
+            ("parameters", parameters),
+            ("namespace", namespace),
+            ("tags", tags),
+        ):
             object.__setattr__(tool, key, value)
         return tool
 
@@ -107,8 +130,10 @@ class Tool:
     def to_dict(self, fmt: str = "plain") -> dict[str, Any]:
         """This tool in one of `FORMATS`; `plain` also carries namespace and tags."""
         if fmt == "openai":
-            return {"type": "function", "function": {"name": self.name, "description": self.description,
-                                                     "parameters": self.parameters}}
+            return {
+                "type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            }
         if fmt not in FORMATS:
             raise ToolError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
         out: dict[str, Any] = {"name": self.name, "description": self.description, SCHEMA_KEY[fmt]: self.parameters}
@@ -130,13 +155,17 @@ def validate(tool: Tool) -> None:
     if not isinstance(tool.description, str):
         raise ToolError(f"expected a string, got {type(tool.description).__name__}", tool=name, field="description")
     if len(tool.description) > MAX_DESCRIPTION_CHARS:
-        raise ToolError(f"is {len(tool.description):,} characters; at most {MAX_DESCRIPTION_CHARS:,} allowed",
-                        tool=name, field="description")
+        raise ToolError(
+            f"is {len(tool.description):,} characters; at most {MAX_DESCRIPTION_CHARS:,} allowed",
+            tool=name,
+            field="description",
+        )
     if problem := _unicode_problem(tool.description):
         raise ToolError(problem, tool=name, field="description")
     if not isinstance(tool.parameters, dict):
-        raise ToolError(f"expected a JSON Schema object, got {type(tool.parameters).__name__}",
-                        tool=name, field="parameters")
+        raise ToolError(
+            f"expected a JSON Schema object, got {type(tool.parameters).__name__}", tool=name, field="parameters"
+        )
     problem = json_problem(tool.parameters, MAX_DEPTH - 1)
     if problem is None:
         try:
@@ -148,8 +177,11 @@ def validate(tool: Tool) -> None:
     if problem:
         raise ToolError(problem, tool=name, field="parameters")
     if tool.namespace is not None and not (isinstance(tool.namespace, str) and NAME_PATTERN.fullmatch(tool.namespace)):
-        raise ToolError(f"{short(tool.namespace)!r} is invalid; expected 1-64 letters, digits, '_', '-' or '.'",
-                        tool=name, field="namespace")
+        raise ToolError(
+            f"{short(tool.namespace)!r} is invalid; expected 1-64 letters, digits, '_', '-' or '.'",
+            tool=name,
+            field="namespace",
+        )
     if not all(isinstance(t, str) and t and not _unicode_problem(t) for t in tool.tags):
         raise ToolError("expected a list of non-empty strings", tool=name, field="tags")
 
@@ -178,8 +210,10 @@ def json_problem(obj: Any, max_depth: int = MAX_DEPTH) -> str | None:
         else:
             continue
         if depth > max_depth:
-            return (f"is nested more than {max_depth} levels deep; at most {MAX_DEPTH} levels of JSON nesting are "
-                    "allowed in a tool")
+            return (
+                f"is nested more than {max_depth} levels deep; at most {MAX_DEPTH} levels of JSON nesting are "
+                "allowed in a tool"
+            )
         stack.extend((child, depth + 1) for child in children)
     return None
 
@@ -252,7 +286,8 @@ def _ref_problem(schema: dict, cls: type) -> str | None:
     import referencing.jsonschema
 
     specification = referencing.jsonschema.specification_with(
-        cls.ID_OF(cls.META_SCHEMA) or "", default=referencing.jsonschema.DRAFT202012)
+        cls.ID_OF(cls.META_SCHEMA) or "", default=referencing.jsonschema.DRAFT202012
+    )
     root = local_refs().resolver_with_root(specification.create_resource(schema))
     stack: list[tuple[Any, str, bool, Any]] = [(schema, "parameters", True, root)]  # node, path, is a schema?
     while stack:
@@ -271,8 +306,10 @@ def _ref_problem(schema: dict, cls: type) -> str | None:
             if key in _REF_KEYS and isinstance(value, str):
                 where = _json_path(path, key)
                 if not value.startswith("#"):
-                    return (f"{where}: remote reference {short(value)!r} not allowed; only local '#/...' "
-                            "references (into this schema)")
+                    return (
+                        f"{where}: remote reference {short(value)!r} not allowed; only local '#/...' "
+                        "references (into this schema)"
+                    )
                 try:
                     resolver.lookup(value)
                 except referencing.exceptions.Unresolvable:
@@ -297,8 +334,9 @@ def detect_format(obj: dict[str, Any]) -> str:
     return "plain"
 
 
-def from_dict(obj: Any, fmt: str | None = None, *, namespace: str | None = None,
-              notes: list[str] | None = None) -> Tool:
+def from_dict(
+    obj: Any, fmt: str | None = None, *, namespace: str | None = None, notes: list[str] | None = None
+) -> Tool:
     """Build a `Tool` from one object in `fmt` (detected when None). Raises `ToolError`.
 
     A key the format does not define is ignored, and named in `notes` when given; one that holds a JSON Schema
@@ -326,8 +364,9 @@ def _from_dict(obj: Any, fmt: str | None, namespace: str | None) -> tuple[Tool, 
     tags, tool_namespace = obj.get("tags", ()), obj.get("namespace")
     if fmt == "openai":
         if obj.get("type") != "function" or not isinstance(obj.get("function"), dict):
-            raise ToolError('expected {"type": "function", "function": {...}} for an OpenAI tool', tool=name,
-                            field="function")
+            raise ToolError(
+                'expected {"type": "function", "function": {...}} for an OpenAI tool', tool=name, field="function"
+            )
         obj = obj["function"]
         name = obj.get("name") if isinstance(obj.get("name"), str) else None
         ignored += [f"function.{k}" for k in obj if k not in OPENAI_FUNCTION_KEYS]
@@ -335,15 +374,22 @@ def _from_dict(obj: Any, fmt: str | None, namespace: str | None) -> tuple[Tool, 
     for key in ("parameters", "input_schema", "inputSchema"):
         if key != schema_key and key in obj:
             guess = {"parameters": "a plain or openai", "input_schema": "an anthropic", "inputSchema": "an mcp"}[key]
-            raise ToolError(f"the {fmt} format reads the schema from {schema_key!r}, so this schema would be "
-                            f"dropped; {key!r} is where {guess} tool keeps it: read the tool in that format (or "
-                            "let the format be detected)", tool=name, field=key)
+            raise ToolError(
+                f"the {fmt} format reads the schema from {schema_key!r}, so this schema would be "
+                f"dropped; {key!r} is where {guess} tool keeps it: read the tool in that format (or "
+                "let the format be detected)",
+                tool=name,
+                field=key,
+            )
     if schema_key not in obj:
         for key in obj:
             if key not in OPENAI_FUNCTION_KEYS | KNOWN_KEYS[fmt] | OWN_KEYS and _looks_like_schema(obj[key]):
-                raise ToolError(f"unknown key {short(key)!r} holds what looks like the tool's JSON Schema, which "
-                                f"would be dropped: the {fmt} format reads it from {schema_key!r}", tool=name,
-                                field=short(key))
+                raise ToolError(
+                    f"unknown key {short(key)!r} holds what looks like the tool's JSON Schema, which "
+                    f"would be dropped: the {fmt} format reads it from {schema_key!r}",
+                    tool=name,
+                    field=short(key),
+                )
     if fmt in ("anthropic", "mcp") and schema_key not in obj:
         raise ToolError(f"missing; a {fmt} tool carries its schema in {schema_key!r}", tool=name, field=schema_key)
     if not isinstance(tags, (list, tuple)):
@@ -375,26 +421,41 @@ def _ignored_note(key: str) -> str:
 
 
 # Phrases by which a tool's text addresses the model to get itself chosen (tool poisoning), not the user.
-_MODEL_ADDRESSED = re.compile("|".join([
-    r"\balways\s+(?:select|use|call|choose|pick|prefer|invoke|run)\s+(?:this|me)(?:\s+tool)?\b",
-    r"\byou\s+must\s+(?:always\s+)?(?:select|use|call|choose|pick|prefer|invoke|run)\s+(?:this|me|it)(?:\s+tool)?\b",
-    r"\byou\s+must\s+(?:always\s+)?(?:ignore|disregard)\b",
-    (r"\b(?:select|use|call|choose|pick|prefer|invoke)\s+(?:this|me)\s+(?:tool\s+)?(?:for|on|with|in)\s+"
-     r"(?:every|all|any|each)\s+(?:requests?|quer(?:y|ies)|tasks?|questions?|prompts?|messages?|cases?)\b"
-     r"(?!\s+(?:about|on|related|regarding|involving|concerning|that|which|for|with|in|where|when|of|to)\b)"),
-    (r"\b(?:select|use|call|choose|pick|prefer)\s+(?:this|me)\s+(?:tool\s+)?(?:instead\s+of|before|over)\s+"
-     r"(?:any|all|every)\s+(?:other\s+)?tools?\b"),
-    (r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?(?:other|previous|"
-     r"prior|above|earlier|system|original)\s+(?:tools?|instructions?|prompts?|messages?|rules?)\b"),
-    (r"\b(?:do\s+not|don't|never)\s+(?:use|call|select|choose|consider|pick)\s+(?:any\s+)?(?:other|another|"
-     r"different|alternative)\s+tools?\b"),
-    (r"\b(?:this|it)\s+is\s+the\s+(?:only|best|correct|right)\s+tool\s+(?:for|to\s+use\s+for)\s+"
-     r"(?:every|all|any|each)\b"),
-    r"\bregardless\s+of\s+(?:the\s+)?(?:user'?s?\s+)?(?:request|query|task|question|prompt)\b",
-    r"\bas\s+an\s+ai\s+(?:language\s+)?model\b",
-    r"<\s*important\s*>",
-    r"\b(?:do\s+not|don't|never)\s+(?:tell|inform)\s+the\s+user\b",
-]), re.IGNORECASE)
+_MODEL_ADDRESSED = re.compile(
+    "|".join(
+        [
+            r"\balways\s+(?:select|use|call|choose|pick|prefer|invoke|run)\s+(?:this|me)(?:\s+tool)?\b",
+            r"\byou\s+must\s+(?:always\s+)?(?:select|use|call|choose|pick|prefer|invoke|run)\s+(?:this|me|it)(?:\s+tool)?\b",
+            r"\byou\s+must\s+(?:always\s+)?(?:ignore|disregard)\b",
+            (
+                r"\b(?:select|use|call|choose|pick|prefer|invoke)\s+(?:this|me)\s+(?:tool\s+)?(?:for|on|with|in)\s+"
+                r"(?:every|all|any|each)\s+(?:requests?|quer(?:y|ies)|tasks?|questions?|prompts?|messages?|cases?)\b"
+                r"(?!\s+(?:about|on|related|regarding|involving|concerning|that|which|for|with|in|where|when|of|to)\b)"
+            ),
+            (
+                r"\b(?:select|use|call|choose|pick|prefer)\s+(?:this|me)\s+(?:tool\s+)?(?:instead\s+of|before|over)\s+"
+                r"(?:any|all|every)\s+(?:other\s+)?tools?\b"
+            ),
+            (
+                r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:of\s+)?(?:the\s+|your\s+)?(?:other|previous|"
+                r"prior|above|earlier|system|original)\s+(?:tools?|instructions?|prompts?|messages?|rules?)\b"
+            ),
+            (
+                r"\b(?:do\s+not|don't|never)\s+(?:use|call|select|choose|consider|pick)\s+(?:any\s+)?(?:other|another|"
+                r"different|alternative)\s+tools?\b"
+            ),
+            (
+                r"\b(?:this|it)\s+is\s+the\s+(?:only|best|correct|right)\s+tool\s+(?:for|to\s+use\s+for)\s+"
+                r"(?:every|all|any|each)\b"
+            ),
+            r"\bregardless\s+of\s+(?:the\s+)?(?:user'?s?\s+)?(?:request|query|task|question|prompt)\b",
+            r"\bas\s+an\s+ai\s+(?:language\s+)?model\b",
+            r"<\s*important\s*>",
+            r"\b(?:do\s+not|don't|never)\s+(?:tell|inform)\s+the\s+user\b",
+        ]
+    ),
+    re.IGNORECASE,
+)
 
 
 def model_addressed_phrase(tool: Tool) -> str | None:
@@ -446,8 +507,9 @@ def _loads(text: str, one_line: bool = False) -> Any:
         where = f"column {e.colno}" if one_line else f"line {e.lineno} column {e.colno}"
         raise ToolError(f"invalid JSON: {e.msg} at {where}") from None
     except RecursionError:
-        raise ToolError(f"nested too deeply to parse; at most {MAX_DEPTH} levels of JSON nesting are allowed in a "
-                        "tool") from None
+        raise ToolError(
+            f"nested too deeply to parse; at most {MAX_DEPTH} levels of JSON nesting are allowed in a tool"
+        ) from None
     except ValueError as e:  # _NotJSON, an integer of over 4,300 digits
         raise ToolError(f"invalid JSON: {e}") from None
 
@@ -489,8 +551,13 @@ def _entries(text: str) -> list[tuple[int | None, Any]]:
     raise ToolError(f"expected a JSON object or list of tools, got {type(data).__name__}")
 
 
-_BOMS = [(codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")]  # UTF-32 LE starts like UTF-16 LE
+_BOMS = [
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+]  # UTF-32 LE starts like UTF-16 LE
 
 
 def read_text(path: str | Path) -> str:
@@ -506,9 +573,12 @@ def read_text(path: str | Path) -> str:
         try:
             text = raw.decode(codec)
         except UnicodeDecodeError as e:
-            raise ToolError(f"starts with a {codec.upper().removesuffix('-SIG')} byte-order mark but is not "
-                            f"{codec.upper().removesuffix('-SIG')} text (bad bytes at offset {e.start}); convert "
-                            "it to UTF-8", file=str(path)) from None
+            raise ToolError(
+                f"starts with a {codec.upper().removesuffix('-SIG')} byte-order mark but is not "
+                f"{codec.upper().removesuffix('-SIG')} text (bad bytes at offset {e.start}); convert "
+                "it to UTF-8",
+                file=str(path),
+            ) from None
         if not text.strip():
             raise ToolError("is empty; expected JSON or JSONL tools", file=str(path))
         return text
@@ -525,8 +595,14 @@ def read_text(path: str | Path) -> str:
         raise ToolError(f"is not UTF-8 text (bad byte at offset {e.start})", file=str(path)) from None
 
 
-def load_file(path: str | Path, fmt: str | None = None, *, namespace: str | None = None,
-              skip_invalid: bool = False, notes: list[str] | None = None) -> tuple[list[Tool], list[ToolError]]:
+def load_file(
+    path: str | Path,
+    fmt: str | None = None,
+    *,
+    namespace: str | None = None,
+    skip_invalid: bool = False,
+    notes: list[str] | None = None,
+) -> tuple[list[Tool], list[ToolError]]:
     """Read every tool in a file.
 
     Args:
@@ -556,14 +632,27 @@ def load_file(path: str | Path, fmt: str | None = None, *, namespace: str | None
     return _from_entries(entries, str(path), fmt, namespace, skip_invalid, notes)
 
 
-def from_dicts(objects: Iterable[Any], source: str, fmt: str | None = None, *, namespace: str | None = None,
-               skip_invalid: bool = False, notes: list[str] | None = None) -> tuple[list[Tool], list[ToolError]]:
+def from_dicts(
+    objects: Iterable[Any],
+    source: str,
+    fmt: str | None = None,
+    *,
+    namespace: str | None = None,
+    skip_invalid: bool = False,
+    notes: list[str] | None = None,
+) -> tuple[list[Tool], list[ToolError]]:
     """Tools from tool objects read from `source` (a file, a server: named in errors); see `load_file`."""
     return _from_entries([(None, obj) for obj in objects], source, fmt, namespace, skip_invalid, notes)
 
 
-def _from_entries(entries: list[tuple[int | None, Any]], source: str, fmt: str | None, namespace: str | None,
-                  skip_invalid: bool, notes: list[str] | None) -> tuple[list[Tool], list[ToolError]]:
+def _from_entries(
+    entries: list[tuple[int | None, Any]],
+    source: str,
+    fmt: str | None,
+    namespace: str | None,
+    skip_invalid: bool,
+    notes: list[str] | None,
+) -> tuple[list[Tool], list[ToolError]]:
     tools, errors, seen, ignored = [], [], {}, {}
     for i, (line, obj) in enumerate(entries, 1):
         try:
@@ -572,22 +661,31 @@ def _from_entries(entries: list[tuple[int | None, Any]], source: str, fmt: str |
             tool, keys = _from_dict(obj, fmt, namespace)
             if tool.name in seen:
                 first = seen[tool.name]
-                raise ToolError(f"appears twice in {source}" + (f" (first on line {first})" if first else "")
-                                + "; names must be unique", tool=tool.name, field="name")
+                raise ToolError(
+                    f"appears twice in {source}"
+                    + (f" (first on line {first})" if first else "")
+                    + "; names must be unique",
+                    tool=tool.name,
+                    field="name",
+                )
             seen[tool.name] = line
             tools.append(tool)
             for key in keys:
                 ignored.setdefault(key, []).append(tool.name)
         except ToolError as e:
-            error = ToolError(e.reason, file=source, line=line, tool=e.tool or (None if line else f"#{i}"),
-                              field=e.field)
+            error = ToolError(
+                e.reason, file=source, line=line, tool=e.tool or (None if line else f"#{i}"), field=e.field
+            )
             if not skip_invalid:
                 raise error from None
             errors.append(error)
     if notes is not None:
         for key, names in ignored.items():
-            which = (f"tool {short(names[0])!r}" if len(names) == 1 else
-                     f"{len(names)} tools ({', '.join(repr(short(n)) for n in names[:3])}{', …' if len(names) > 3 else ''})")
+            which = (
+                f"tool {short(names[0])!r}"
+                if len(names) == 1
+                else f"{len(names)} tools ({', '.join(repr(short(n)) for n in names[:3])}{', …' if len(names) > 3 else ''})"
+            )
             notes.append(f"{source}: {_ignored_note(key)} in {which}")
     return tools, errors
 

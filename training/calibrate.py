@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,15 +32,21 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from autotool.policy import Policy, PolicyError
-from toolbank import atomic_write
-from autotool.policy import embed
+from autotool.benchmarks import (
+    BenchmarkError,
+    Step,
+    benchmark_bank,
+    load_benchmark,
+    load_split,
+    select_queries,
+    step_input,
+    steps_of,
+)
+from autotool.policy import Policy, PolicyError, embed
 from autotool.prompts import TokenBudget
 from autotool.rollout import hidden_at_anchor, prompt_ids, think
 from autotool.selection import ToolTable, tool_scores
-from autotool.benchmarks import BenchmarkError, Step, load_benchmark, load_split, select_queries, steps_of
-from autotool.benchmarks import benchmark_bank
-from autotool.benchmarks import step_input
+from toolbank import atomic_write
 from training.cli import CommandError, doc_help, run
 
 B_GRID = [round(0.05 * i, 2) for i in range(21)]  # 0 .. 1
@@ -76,23 +81,38 @@ def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: in
     bench = load_benchmark(bench_name)
     bank = benchmark_bank(bench, policy.embedder)
     table = ToolTable.from_bank(bank)
-    steps = [s for q in select_queries(bench, load_split(bench, seed), "val", limit=limit or None, seed=seed)
-             for s in steps_of(q)]
+    steps = [
+        s
+        for q in select_queries(bench, load_split(bench, seed), "val", limit=limit or None, seed=seed)
+        for s in steps_of(q)
+    ]
     inputs = [step_input(bank, s) for s in steps]
     rationales, hidden = [], []
     for start in tqdm(range(0, len(steps), batch_size), desc=f"rationales ({bench_name} val)", unit="batch"):
-        batch = inputs[start:start + batch_size]
+        batch = inputs[start : start + batch_size]
         _, _, written, heads = think(policy, [prompt_ids(policy, s) for s in batch], "reason", TokenBudget().rationale)
         rationales += written
         if policy.head.uses_hidden:
             hidden.append(hidden_at_anchor(policy, heads))
     with torch.no_grad():
-        hidden_term = (policy.head.W(torch.nn.functional.normalize(torch.cat(hidden), dim=-1)) if hidden
-                       else torch.zeros(len(steps), table.vectors.shape[1]))
-    return ValSteps(bench.name, table, steps, rationales, embed(table.embedder, [s.query.text for s in steps]),
-                    embed(table.embedder, rationales), hidden_term, table.lexical([s.query.text for s in steps]),
-                    torch.tensor([table.index[s.gold] for s in steps]), torch.tensor([s.index > 0 for s in steps]),
-                    table.excluded(inputs))
+        hidden_term = (
+            policy.head.W(torch.nn.functional.normalize(torch.cat(hidden), dim=-1))
+            if hidden
+            else torch.zeros(len(steps), table.vectors.shape[1])
+        )
+    return ValSteps(
+        bench.name,
+        table,
+        steps,
+        rationales,
+        embed(table.embedder, [s.query.text for s in steps]),
+        embed(table.embedder, rationales),
+        hidden_term,
+        table.lexical([s.query.text for s in steps]),
+        torch.tensor([table.index[s.gold] for s in steps]),
+        torch.tensor([s.index > 0 for s in steps]),
+        table.excluded(inputs),
+    )
 
 
 def scores(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_later: float | None = None) -> torch.Tensor:
@@ -100,8 +120,13 @@ def scores(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_late
     tool, plus the lexical prior (weighed by `lexical_later` at later steps; default `lexical`); tools that
     earlier steps called at -inf."""
     anchor = torch.nn.functional.normalize(a * val.query + val.hidden_term + b * val.rationale, dim=-1)
-    return tool_scores(anchor @ val.table.vectors.T, val.lexical, lexical,
-                            lexical if lexical_later is None else lexical_later, val.later).masked_fill(val.excluded, -math.inf)
+    return tool_scores(
+        anchor @ val.table.vectors.T,
+        val.lexical,
+        lexical,
+        lexical if lexical_later is None else lexical_later,
+        val.later,
+    ).masked_fill(val.excluded, -math.inf)
 
 
 def hits(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_later: float | None = None) -> torch.Tensor:
@@ -137,16 +162,24 @@ def fit(vals: list[ValSteps], a: float, cells: GridHits) -> tuple[float, float, 
     table = {}
     for b, l in cells:
         for l2 in lexical_grid if has_later else [l]:  # rows are scored alone: first rows from l, later from l2
-            table[b, l, l2] = [float(torch.where(v.later, cells[b, l2][i], cells[b, l][i]).mean())
-                               for i, v in enumerate(vals)]
+            table[b, l, l2] = [
+                float(torch.where(v.later, cells[b, l2][i], cells[b, l][i]).mean()) for i, v in enumerate(vals)
+            ]
     best = max(table, key=lambda k: (round(float(np.mean(table[k])), 6), -k[2], -k[1], -k[0]))
     b, l, l2 = best
     g = min(G_GRID, key=lambda g: float(np.mean([nll(v, a, b, g, l, l2) for v in vals])))
     return b, l, l2, g, table
 
 
-def write_head(policy_path: Path, policy: Policy, b: float, g: float, record: dict, lexical: float = 0.0,
-               lexical_later: float | None = None) -> None:
+def write_head(
+    policy_path: Path,
+    policy: Policy,
+    b: float,
+    g: float,
+    record: dict,
+    lexical: float = 0.0,
+    lexical_later: float | None = None,
+) -> None:
     """Store b, g, l and l_later (default l) in the policy folder's head file and the fit in its manifest (each
     replaced atomically)."""
     with torch.no_grad():
@@ -163,30 +196,48 @@ def write_head(policy_path: Path, policy: Policy, b: float, g: float, record: di
 
 @click.command(help=doc_help(__doc__) + "\n\nPOLICY: a policy folder.")
 @click.argument("policy", type=click.Path(path_type=Path))
-@click.option("--bench", default="metatool,seal_tools", show_default=True,
-              help="Benchmarks whose val splits to fit on, comma-separated.")
-@click.option("--limit", type=int, default=400, show_default=True,
-              help="Val queries per benchmark (seeded sample; 0: all).")
-@click.option("--seed", type=int, default=0, show_default=True,
-              help="Split seed (the one the policy was trained with).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder for results.md and the rationales.")
-@click.option("--lexical/--no-lexical", default=True, show_default=True,
-              help="Fit the lexical prior's weights l and l_later; --no-lexical keeps them at 0 (fits b and g only).")
+@click.option(
+    "--bench",
+    default="metatool,seal_tools",
+    show_default=True,
+    help="Benchmarks whose val splits to fit on, comma-separated.",
+)
+@click.option(
+    "--limit", type=int, default=400, show_default=True, help="Val queries per benchmark (seeded sample; 0: all)."
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Split seed (the one the policy was trained with)."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for results.md and the rationales.",
+)
+@click.option(
+    "--lexical/--no-lexical",
+    default=True,
+    show_default=True,
+    help="Fit the lexical prior's weights l and l_later; --no-lexical keeps them at 0 (fits b and g only).",
+)
 @click.option("--write", is_flag=True, help="Store the fitted b, l, l_later and g in the policy folder.")
 def cli(**params) -> int:
     args = SimpleNamespace(**params)
     benches = [b.strip() for b in args.bench.split(",") if b.strip()]
     try:  # every argument checked before the minutes of writing rationales
         if not benches or args.limit < 0:
-            raise ValueError(f"--bench names no benchmark ({args.bench!r})" if not benches
-                             else f"--limit must be 0 (all) or more, not {args.limit}")
+            raise ValueError(
+                f"--bench names no benchmark ({args.bench!r})"
+                if not benches
+                else f"--limit must be 0 (all) or more, not {args.limit}"
+            )
         for name in benches:
             load_benchmark(name)
         policy = Policy.load(args.policy)
         if policy.head.anchor != "residual":
-            raise PolicyError(f"{args.policy} has a {policy.head.anchor} anchor; only the residual anchor mixes "
-                              "in E(rationale)")
+            raise PolicyError(
+                f"{args.policy} has a {policy.head.anchor} anchor; only the residual anchor mixes in E(rationale)"
+            )
     except (BenchmarkError, PolicyError, ValueError) as e:
         raise CommandError(str(e)) from None
     vals = [write_rationales(policy, name, args.limit, seed=args.seed) for name in benches]
@@ -203,19 +254,37 @@ def cli(**params) -> int:
         (args.out / "results.md").write_text(report)
         for v in vals:
             with open(args.out / f"rationales-{v.bench}.jsonl", "w") as f:
-                f.writelines(json.dumps({"query": s.query.text, "index": s.index, "gold": s.gold,
-                                         "rationale": r}, ensure_ascii=False) + "\n"
-                             for s, r in zip(v.steps, v.rationales))
+                f.writelines(
+                    json.dumps(
+                        {"query": s.query.text, "index": s.index, "gold": s.gold, "rationale": r}, ensure_ascii=False
+                    )
+                    + "\n"
+                    for s, r in zip(v.steps, v.rationales)
+                )
     if args.write:
         chosen = (b, lexical, lexical_later)
-        write_head(args.policy, policy, b, g, {
-            "b": b, "lexical": lexical, "lexical_later": lexical_later, "g": round(g, 4), "split_seed": args.seed,
-            "benchmarks": benches, "val_queries": {v.bench: len({s.query.id for s in v.steps}) for v in vals},
-            "val_steps": {v.bench: len(v.gold) for v in vals},
-            "val_hit@1": {v.bench: table[chosen][i] for i, v in enumerate(vals)},
-            "val_hit@1_b0": {v.bench: table[0.0, 0.0, 0.0][i] for i, v in enumerate(vals)},
-            "command": f"python -m training.calibrate {args.policy} --bench {args.bench} --limit {args.limit}"
-                       f"{'' if args.lexical else ' --no-lexical'} --write"}, lexical, lexical_later)
+        write_head(
+            args.policy,
+            policy,
+            b,
+            g,
+            {
+                "b": b,
+                "lexical": lexical,
+                "lexical_later": lexical_later,
+                "g": round(g, 4),
+                "split_seed": args.seed,
+                "benchmarks": benches,
+                "val_queries": {v.bench: len({s.query.id for s in v.steps}) for v in vals},
+                "val_steps": {v.bench: len(v.gold) for v in vals},
+                "val_hit@1": {v.bench: table[chosen][i] for i, v in enumerate(vals)},
+                "val_hit@1_b0": {v.bench: table[0.0, 0.0, 0.0][i] for i, v in enumerate(vals)},
+                "command": f"python -m training.calibrate {args.policy} --bench {args.bench} --limit {args.limit}"
+                f"{'' if args.lexical else ' --no-lexical'} --write",
+            },
+            lexical,
+            lexical_later,
+        )
         print(f"wrote b, l, l_later and g to {args.policy / 'anchor_head.safetensors'}")
     return 0
 
@@ -225,8 +294,16 @@ def main(argv: list[str] | None = None) -> int:
     return run(cli, argv)
 
 
-def _report(args, vals: list[ValSteps], a: float, cells: GridHits, table: dict[Fit, list[float]], chosen: Fit,
-            g: float, before: tuple[float, float, float, float]) -> list[str]:
+def _report(
+    args,
+    vals: list[ValSteps],
+    a: float,
+    cells: GridHits,
+    table: dict[Fit, list[float]],
+    chosen: Fit,
+    g: float,
+    before: tuple[float, float, float, float],
+) -> list[str]:
     """results.md: the first-step grid of b and l, the later-step grid of l_later, and the anchors compared."""
     b, lexical, lexical_later = chosen
     grid = sorted({l for _, l in cells})
@@ -238,16 +315,28 @@ def _report(args, vals: list[ValSteps], a: float, cells: GridHits, table: dict[F
         return max(keys, key=lambda k: (round(mean(k), 6), -k[2], -k[1], -k[0]))
 
     flag = "" if args.lexical else " --no-lexical"
-    described = ", ".join(f"{v.bench} ({len({s.query.id for s in v.steps})} queries, {len(v.gold)} steps, "
-                          f"{int(v.later.sum())} after earlier calls)" for v in vals)
-    lines = [f"# Calibration of {args.policy} on the val split (seed {args.seed})", "",
-             f"`python -m training.calibrate {args.policy} --bench {args.bench} --limit {args.limit}{flag}`", "",
-             ("Val hit@1 (whole catalog as candidates, less the tools earlier steps called) of `e'.e_k + l bm25_k`, "
-              f"the anchor `e' = normalize(a E(query) + W h + b E(rationale))`, a = {a:.3f}, bm25_k the query's BM25 "
-              "score against tool k over its best, and l_later in place of l at steps after earlier calls; the "
-              f"policy wrote its own greedy rationale for each step. Val: {described}."), "",
-             "First steps, mean over the benchmarks:", "",
-             "| b \\ l | " + " | ".join(f"{v:g}" for v in grid) + " |", "|---:|" + "---:|" * len(grid)]
+    described = ", ".join(
+        f"{v.bench} ({len({s.query.id for s in v.steps})} queries, {len(v.gold)} steps, "
+        f"{int(v.later.sum())} after earlier calls)"
+        for v in vals
+    )
+    lines = [
+        f"# Calibration of {args.policy} on the val split (seed {args.seed})",
+        "",
+        f"`python -m training.calibrate {args.policy} --bench {args.bench} --limit {args.limit}{flag}`",
+        "",
+        (
+            "Val hit@1 (whole catalog as candidates, less the tools earlier steps called) of `e'.e_k + l bm25_k`, "
+            f"the anchor `e' = normalize(a E(query) + W h + b E(rationale))`, a = {a:.3f}, bm25_k the query's BM25 "
+            "score against tool k over its best, and l_later in place of l at steps after earlier calls; the "
+            f"policy wrote its own greedy rationale for each step. Val: {described}."
+        ),
+        "",
+        "First steps, mean over the benchmarks:",
+        "",
+        "| b \\ l | " + " | ".join(f"{v:g}" for v in grid) + " |",
+        "|---:|" + "---:|" * len(grid),
+    ]
     for value in B_GRID:
         row = []
         for l in grid:
@@ -256,28 +345,50 @@ def _report(args, vals: list[ValSteps], a: float, cells: GridHits, table: dict[F
         lines.append(f"| {value:g} | " + " | ".join(row) + " |")
     with_later = [v for v in vals if v.later.any()]
     if with_later and args.lexical:
-        lines += ["", f"Steps after earlier calls, b = {b:g}:", "",
-                  "| l_later | " + " | ".join(v.bench for v in with_later) + " |", "|---:|" + "---:|" * len(with_later)]
+        lines += [
+            "",
+            f"Steps after earlier calls, b = {b:g}:",
+            "",
+            "| l_later | " + " | ".join(v.bench for v in with_later) + " |",
+            "|---:|" + "---:|" * len(with_later),
+        ]
         for l2 in grid:
             row = [f"{float(h[v.later].mean()):.3f}" for h, v in zip(cells[b, l2], vals) if v.later.any()]
-            lines.append(f"| {'**' + format(l2, 'g') + '**' if l2 == lexical_later else format(l2, 'g')} | "
-                         + " | ".join(row) + " |")
+            lines.append(
+                f"| {'**' + format(l2, 'g') + '**' if l2 == lexical_later else format(l2, 'g')} | "
+                + " | ".join(row)
+                + " |"
+            )
     plain_b = best([k for k in table if k[1:] == (0.0, 0.0)])[0]
     one_l = best([k for k in table if k[1] == k[2]])
-    rows = [("E(query) (dense retrieval)", (0.0, 0.0, 0.0)),
-            (f"E(query) + the prior, l = {lexical:g}, l_later = {lexical_later:g} (fast mode)",
-             (0.0, lexical, lexical_later)),
-            (f"rationale, b = {plain_b:g}, no lexical prior", (plain_b, 0.0, 0.0)),
-            (f"rationale, b = {one_l[0]:g}, one l = {one_l[1]:g} at every step", one_l),
-            (f"rationale, b = {b:g}, l = {lexical:g}, l_later = {lexical_later:g} (chosen)", chosen)]
-    lines += ["", "All steps:", "", "| anchor | " + " | ".join(v.bench for v in vals) + " | mean |",
-              "|---|" + "---:|" * (len(vals) + 1)]
+    rows = [
+        ("E(query) (dense retrieval)", (0.0, 0.0, 0.0)),
+        (
+            f"E(query) + the prior, l = {lexical:g}, l_later = {lexical_later:g} (fast mode)",
+            (0.0, lexical, lexical_later),
+        ),
+        (f"rationale, b = {plain_b:g}, no lexical prior", (plain_b, 0.0, 0.0)),
+        (f"rationale, b = {one_l[0]:g}, one l = {one_l[1]:g} at every step", one_l),
+        (f"rationale, b = {b:g}, l = {lexical:g}, l_later = {lexical_later:g} (chosen)", chosen),
+    ]
+    lines += [
+        "",
+        "All steps:",
+        "",
+        "| anchor | " + " | ".join(v.bench for v in vals) + " | mean |",
+        "|---|" + "---:|" * (len(vals) + 1),
+    ]
     for label, key in rows:
         lines.append(f"| {label} | " + " | ".join(f"{h:.3f}" for h in table[key]) + f" | {mean(key):.3f} |")
     old_nll = np.mean([nll(v, a, before[0], before[3], before[1], before[2]) for v in vals])
-    lines += ["", (f"b = {b:g}, l = {lexical:g}, l_later = {lexical_later:g} (were {before[0]:g}, {before[1]:g}, "
-                   f"{before[2]:g}); g = {g:.2f} by val NLL (was {before[3]:.2f}): mean NLL "
-                   f"{np.mean([nll(v, a, b, g, lexical, lexical_later) for v in vals]):.3f} vs {old_nll:.3f}.")]
+    lines += [
+        "",
+        (
+            f"b = {b:g}, l = {lexical:g}, l_later = {lexical_later:g} (were {before[0]:g}, {before[1]:g}, "
+            f"{before[2]:g}); g = {g:.2f} by val NLL (was {before[3]:.2f}): mean NLL "
+            f"{np.mean([nll(v, a, b, g, lexical, lexical_later) for v in vals]):.3f} vs {old_nll:.3f}."
+        ),
+    ]
     return lines
 
 

@@ -5,7 +5,7 @@ config's keys, and a `main(argv) -> exit code` for a click command (as the tests
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import click
 
@@ -31,16 +31,19 @@ class ConfigCommand(click.Command):
     `ctx.args` (unknown options and extra arguments are allowed)."""
 
     def __init__(self, *args, config_class=None, **kwargs):
-        kwargs.setdefault("context_settings", {}).update(ignore_unknown_options=True, allow_extra_args=True,
-                                                          help_option_names=["-h", "--help"])
+        kwargs.setdefault("context_settings", {}).update(
+            ignore_unknown_options=True, allow_extra_args=True, help_option_names=["-h", "--help"]
+        )
         kwargs.setdefault("options_metavar", "[--config PATH] [--KEY VALUE]...")
         super().__init__(*args, **kwargs)
         self.config_class = config_class
 
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         super().format_help(ctx, formatter)
-        rows = [(f"--{key} {kind}", f"{text}  [default: {show(default)}]".strip())
-                for key, kind, default, text in keys(self.config_class())]
+        rows = [
+            (f"--{key} {kind}", f"{text}  [default: {show(default)}]".strip())
+            for key, kind, default, text in keys(self.config_class())
+        ]
         with formatter.section("Config keys (--KEY VALUE; values are YAML, dotted keys reach into sections)"):
             formatter.write_dl(rows, col_max=26)
 

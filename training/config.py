@@ -10,8 +10,9 @@ the dataclasses, so a bad value is an error wherever it came from.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import yaml
 
@@ -89,8 +90,10 @@ def _checked(config, data: dict, where: str, prefix: str = "", sources: dict | N
     for key, value in data.items():
         full = prefix + str(key)
         if key not in fields:
-            raise ConfigError(f"{where}: unknown key {full!r}; expected one of "
-                              f"{', '.join(prefix + f.name for f in dataclasses.fields(config))}")
+            raise ConfigError(
+                f"{where}: unknown key {full!r}; expected one of "
+                f"{', '.join(prefix + f.name for f in dataclasses.fields(config))}"
+            )
         current = getattr(config, key)
         if dataclasses.is_dataclass(current):
             out[key] = _checked(current, value, where, full + ".", sources)
@@ -104,8 +107,12 @@ def _checked(config, data: dict, where: str, prefix: str = "", sources: dict | N
 def _build(config, changes: dict, prefix: str = ""):
     """A copy of the dataclass `config` with `changes` (checked, nested dicts for sections) set: every section
     changed, then `config` itself, is constructed anew, so each `__post_init__` checks the values it gets."""
-    replaced = {key: _build(getattr(config, key), value, f"{prefix}{key}.") if isinstance(value, dict)
-                and dataclasses.is_dataclass(getattr(config, key)) else value for key, value in changes.items()}
+    replaced = {
+        key: _build(getattr(config, key), value, f"{prefix}{key}.")
+        if isinstance(value, dict) and dataclasses.is_dataclass(getattr(config, key))
+        else value
+        for key, value in changes.items()
+    }
     try:
         return dataclasses.replace(config, **replaced)
     except InvalidValue as e:  # a section's error arrives placed already: it is raised outside this `try`

@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
+from autotool.benchmarks import Benchmark, Split, select_queries, steps_of
 from autotool.calls import schema_errors
 from autotool.prompts import StepRecord, call_text, history
 from autotool.rollout import StepInput
-from autotool.benchmarks import Benchmark, Split, select_queries, steps_of
 from toolbank import Tool, atomic_write
 
 MAX_RATIONALE_WORDS = 30
@@ -114,12 +114,16 @@ def check_no_unseen(trajectories: Iterable[dict], split: Split, allowed: set[str
     for trajectory in trajectories:
         for step in trajectory["steps"]:
             if step["tool"] not in allowed:
-                raise DataError(f"trajectory {trajectory['id']}: tool {step['tool']!r} is not a train tool "
-                                "(validation and unseen tools never reach training)")
+                raise DataError(
+                    f"trajectory {trajectory['id']}: tool {step['tool']!r} is not a train tool "
+                    "(validation and unseen tools never reach training)"
+                )
             text = step["rationale"] + " " + call_text(step["tool"], step["arguments"])
             leaked = sorted(held_out & {w.strip(".-") for w in _NAME_LIKE.findall(text)})
             if leaked:
-                raise DataError(f"trajectory {trajectory['id']}: its rationale or call names held-out tool {leaked[0]!r}")
+                raise DataError(
+                    f"trajectory {trajectory['id']}: its rationale or call names held-out tool {leaked[0]!r}"
+                )
 
 
 def write_jsonl(path: Path, rows: Iterable[dict]) -> None:
@@ -136,11 +140,13 @@ def read_jsonl(path: Path) -> list[dict]:
             try:
                 row = json.loads(line)
                 for step in row["steps"]:
-                    step["rationale"], step["tool"], step["arguments"]  # noqa: B018 (fields must exist)
-                row["query"], row["id"]  # noqa: B018
+                    step["rationale"], step["tool"], step["arguments"]
+                row["query"], row["id"]
             except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise DataError(f"{path} line {line_no}: expected a trajectory with id, query and steps of "
-                                f"rationale, tool and arguments ({e!r})") from None
+                raise DataError(
+                    f"{path} line {line_no}: expected a trajectory with id, query and steps of "
+                    f"rationale, tool and arguments ({e!r})"
+                ) from None
             rows.append(row)
     return rows
 
@@ -170,7 +176,13 @@ def examples(trajectories: Iterable[dict], tools: dict[str, Tool]) -> list[Examp
         context = []
         for step in trajectory["steps"]:
             done = tuple(s.tool for s in context)
-            out.append(Example(StepInput(trajectory["query"], history(context, tools.__getitem__), done),
-                               step["rationale"], step["tool"], step["arguments"]))
+            out.append(
+                Example(
+                    StepInput(trajectory["query"], history(context, tools.__getitem__), done),
+                    step["rationale"],
+                    step["tool"],
+                    step["arguments"],
+                )
+            )
             context.append(StepRecord("", step["tool"], step["arguments"], step.get("observation", "")))
     return out

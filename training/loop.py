@@ -22,8 +22,8 @@ import math
 import random
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 
@@ -93,16 +93,18 @@ class RunLog:
             for stage, points in series[metric].items():
                 points.sort()
                 xs, ys = [p[0] for p in points], [p[1] for p in points]
-                line, = ax.plot(xs, ys, alpha=0.35 if len(ys) >= 10 else 1.0, label=stage)
+                (line,) = ax.plot(xs, ys, alpha=0.35 if len(ys) >= 10 else 1.0, label=stage)
                 if len(ys) >= 10:
                     w = max(3, len(ys) // 10)
-                    smooth = [sum(ys[max(0, i - w + 1):i + 1]) / len(ys[max(0, i - w + 1):i + 1]) for i in range(len(ys))]
+                    smooth = [
+                        sum(ys[max(0, i - w + 1) : i + 1]) / len(ys[max(0, i - w + 1) : i + 1]) for i in range(len(ys))
+                    ]
                     ax.plot(xs, smooth, color=line.get_color())
             ax.set_title(metric, fontsize=9)
             ax.set_xlabel("step", fontsize=8)
             ax.tick_params(labelsize=7)
             ax.legend(fontsize=7)
-        for ax in list(axes.flat)[len(metrics):]:
+        for ax in list(axes.flat)[len(metrics) :]:
             ax.axis("off")
         fig.suptitle(title, fontsize=10)
         fig.tight_layout()
@@ -114,23 +116,27 @@ class RunLog:
 
 def trainable_parameters(policy: Policy) -> tuple[list, list]:
     """(LoRA and token parameters of the language model, anchor-head parameters) that require gradients."""
-    return ([p for p in policy.model.parameters() if p.requires_grad],
-            [p for p in policy.head.parameters() if p.requires_grad])
+    return (
+        [p for p in policy.model.parameters() if p.requires_grad],
+        [p for p in policy.head.parameters() if p.requires_grad],
+    )
 
 
 def make_optimizer(policy: Policy, lr: float, head_lr: float, head_weight_decay: float) -> torch.optim.Optimizer:
     """AdamW: the adapters at `lr`; the anchor head at `head_lr`, its map W with weight decay (kept small:
     a learned map that is free to grow fits the seen tools and loses the unseen ones, DESIGN.md section 3)."""
     model, head = trainable_parameters(policy)
-    groups = [{"params": model, "lr": lr, "weight_decay": 0.0},
-              {"params": [policy.head.W.weight], "lr": head_lr, "weight_decay": head_weight_decay},
-              {"params": [p for p in head if p is not policy.head.W.weight], "lr": head_lr, "weight_decay": 0.0}]
+    groups = [
+        {"params": model, "lr": lr, "weight_decay": 0.0},
+        {"params": [policy.head.W.weight], "lr": head_lr, "weight_decay": head_weight_decay},
+        {"params": [p for p in head if p is not policy.head.W.weight], "lr": head_lr, "weight_decay": 0.0},
+    ]
     return torch.optim.AdamW([g for g in groups if g["params"]])
 
 
 def chunked(items: Sequence, size: int) -> list:
     """`items` in consecutive runs of `size` (the last may be shorter): the rollouts one backward holds."""
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def batch_indices(n: int, batch_size: int, step: int, seed: int, rank: int = 0, world: int = 1) -> list[int]:
@@ -192,8 +198,20 @@ def write_config(out: Path, config) -> None:
 
 
 # -- evaluation ------------------------------------------------------------------------------------------
-def evaluate_policy(policy: Policy, bench, split, bank, out: Path, label: str, splits: Sequence[str], limit: int,
-                    mode: str, batch_size: int, seed: int, budget: TokenBudget) -> dict[str, float]:
+def evaluate_policy(
+    policy: Policy,
+    bench,
+    split,
+    bank,
+    out: Path,
+    label: str,
+    splits: Sequence[str],
+    limit: int,
+    mode: str,
+    batch_size: int,
+    seed: int,
+    budget: TokenBudget,
+) -> dict[str, float]:
     """The policy through the served path (`autotool.select.select_steps`, what `select_tool` and the
     evaluation's `policy` method run) on each split (at most `limit` queries, seeded): `eval/LABEL.json`.
 
@@ -210,24 +228,42 @@ def evaluate_policy(policy: Policy, bench, split, bank, out: Path, label: str, s
         steps = [s for q in select_queries(bench, split, name, limit, seed) for s in steps_of(q)]
         rows = []
         for start in range(0, len(steps), batch_size):
-            batch = steps[start:start + batch_size]
-            for step, chosen in zip(batch, select_steps(policy, bank, [step_input(bank, s) for s in batch], k=10,
-                                                        mode=mode, budget=budget)):
+            batch = steps[start : start + batch_size]
+            for step, chosen in zip(
+                batch, select_steps(policy, bank, [step_input(bank, s) for s in batch], k=10, mode=mode, budget=budget)
+            ):
                 try:
                     call = {"name": chosen.tool.name, "arguments": parse_arguments(chosen.raw_arguments)}
                 except ValueError:
                     call = None
-                rows.append({**selection_metrics([t.name for t, _ in chosen.candidates], step.gold,
-                                                 [p for _, p in chosen.candidates]),
-                             "format_error": float(call is None), **call_metrics(step, call, schemas)})
+                rows.append(
+                    {
+                        **selection_metrics(
+                            [t.name for t, _ in chosen.candidates], step.gold, [p for _, p in chosen.candidates]
+                        ),
+                        "format_error": float(call is None),
+                        **call_metrics(step, call, schemas),
+                    }
+                )
         metrics = {key: float(sum(r[key] for r in rows) / len(rows)) if rows else float("nan") for key in EVAL_METRICS}
         flat.update({f"{name}/{key}": value for key, value in metrics.items()})
         flat[f"{name}/reward"] = (1 - metrics["format_error"]) + metrics["r_correct"]
         results.append({"split": name, "n": len(steps), "methods": {"policy": metrics}})
     (out / "eval").mkdir(parents=True, exist_ok=True)
-    (out / "eval" / f"{label}.json").write_text(json.dumps({"label": label, "mode": mode, "limit": limit,
-                                                            "metrics": flat, "seconds": round(time.time() - started, 1),
-                                                            "splits": results}, indent=1) + "\n")
+    (out / "eval" / f"{label}.json").write_text(
+        json.dumps(
+            {
+                "label": label,
+                "mode": mode,
+                "limit": limit,
+                "metrics": flat,
+                "seconds": round(time.time() - started, 1),
+                "splits": results,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     return flat
 
 
@@ -237,16 +273,24 @@ def write_summary(out: Path, title: str) -> Path | None:
     if not files:
         return None
     keys = ("hit@1", "hit@5", "mrr@10", "format_error", "r_correct", "reward")
-    lines = [f"# {title}: evaluations", "",
-             "The harness's `policy` method (greedy rationale, tool and call; the whole catalog in the bank) on a "
-             "seeded sample of each split; `reward` = (1 - format_error) + r_correct.", "",
-             "| policy | split | n | " + " | ".join(keys) + " |", "|---|---|---:|" + "---:|" * len(keys)]
+    lines = [
+        f"# {title}: evaluations",
+        "",
+        "The harness's `policy` method (greedy rationale, tool and call; the whole catalog in the bank) on a "
+        "seeded sample of each split; `reward` = (1 - format_error) + r_correct.",
+        "",
+        "| policy | split | n | " + " | ".join(keys) + " |",
+        "|---|---|---:|" + "---:|" * len(keys),
+    ]
     for path in files:
         data = json.loads(path.read_text())
         for split in data["splits"]:
             m = data["metrics"]
-            lines.append(f"| {data['label']} | {split['split']} | {split['n']} | "
-                         + " | ".join(f"{m.get(split['split'] + '/' + k, float('nan')):.3f}" for k in keys) + " |")
+            lines.append(
+                f"| {data['label']} | {split['split']} | {split['n']} | "
+                + " | ".join(f"{m.get(split['split'] + '/' + k, float('nan')):.3f}" for k in keys)
+                + " |"
+            )
     path = out / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -14,30 +14,42 @@ from training.config import at_least
 class RewardWeights:
     """The weights of the reward's terms, `R = w_f R_format + w_c R_correct + w_s R_select` (see `reward`)."""
 
-    format: float = field(default=1.0, metadata={"help": "w_f, the weight of R_format (1 when the thought is "
-                                                         "closed and the call is wrapped in its tags and parses)"})
-    correct: float = field(default=1.0, metadata={"help": "w_c, the weight of R_correct (in [-3, 3]: the parsed "
-                                                          "call against the gold one)"})
-    select: float = field(default=1.0, metadata={"help": "w_s, the weight of R_select (1 when the tool drawn is "
-                                                         "the gold tool)"})
+    format: float = field(
+        default=1.0,
+        metadata={
+            "help": "w_f, the weight of R_format (1 when the thought is "
+            "closed and the call is wrapped in its tags and parses)"
+        },
+    )
+    correct: float = field(
+        default=1.0,
+        metadata={"help": "w_c, the weight of R_correct (in [-3, 3]: the parsed call against the gold one)"},
+    )
+    select: float = field(
+        default=1.0, metadata={"help": "w_s, the weight of R_select (1 when the tool drawn is the gold tool)"}
+    )
 
     def __post_init__(self):
         at_least(self, 0, "format", "correct", "select")
 
 
-def reward(format_ok: bool, call: dict | None, gold_call: dict, chosen_tool: str,
-           weights: RewardWeights = RewardWeights()) -> dict[str, float]:
+def reward(
+    format_ok: bool, call: dict | None, gold_call: dict, chosen_tool: str, weights: RewardWeights = RewardWeights()
+) -> dict[str, float]:
     """`R = w_f R_format + w_c R_correct + w_s R_select`, with each term (DESIGN.md section 3, ToolRL's rlla.py).
 
     R_format is 1 when the thought is closed and the call is wrapped in its tags and parses; R_correct in
     [-3, 3] scores the parsed call against the gold one (-3 without a call); R_select is 1 when the tool
     drawn from the selection distribution is the gold tool.
     """
-    terms = {"r_format": float(format_ok),
-             "r_correct": toolrl_correctness([gold_call], None if call is None else [call])["r_correct"],
-             "r_select": float(chosen_tool == gold_call["name"])}
-    terms["reward"] = (weights.format * terms["r_format"] + weights.correct * terms["r_correct"]
-                       + weights.select * terms["r_select"])
+    terms = {
+        "r_format": float(format_ok),
+        "r_correct": toolrl_correctness([gold_call], None if call is None else [call])["r_correct"],
+        "r_select": float(chosen_tool == gold_call["name"]),
+    }
+    terms["reward"] = (
+        weights.format * terms["r_format"] + weights.correct * terms["r_correct"] + weights.select * terms["r_select"]
+    )
     return terms
 
 
@@ -49,10 +61,19 @@ def group_advantages(rewards: torch.Tensor) -> torch.Tensor:
     return torch.where(std > 0, advantages, torch.zeros_like(advantages))
 
 
-def grpo_loss(token_logp: torch.Tensor, mask: torch.Tensor, tool_logp: torch.Tensor, advantages: torch.Tensor,
-              old_token_logp: torch.Tensor, old_tool_logp: torch.Tensor, ref_token_logp: torch.Tensor | None = None,
-              ref_tool_logp: torch.Tensor | None = None, epsilon: float = 0.2, beta: float = 0.0,
-              tool_weight: float = 1.0) -> dict[str, torch.Tensor]:
+def grpo_loss(
+    token_logp: torch.Tensor,
+    mask: torch.Tensor,
+    tool_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    old_token_logp: torch.Tensor,
+    old_tool_logp: torch.Tensor,
+    ref_token_logp: torch.Tensor | None = None,
+    ref_tool_logp: torch.Tensor | None = None,
+    epsilon: float = 0.2,
+    beta: float = 0.0,
+    tool_weight: float = 1.0,
+) -> dict[str, torch.Tensor]:
     """GRPO's clipped surrogate with a KL penalty, over the written tokens and the tool choice of each rollout.
 
     Per action: `-(min(rho A, clip(rho, 1-eps, 1+eps) A) - beta KL)`, rho the probability ratio to the
@@ -76,8 +97,12 @@ def grpo_loss(token_logp: torch.Tensor, mask: torch.Tensor, tool_logp: torch.Ten
     tool, tool_kl, tool_clipped = per_action(tool_logp, old_tool_logp, ref_tool_logp, advantages)
     n = mask.sum(dim=1).clamp(min=1)
     loss = ((tokens * mask).sum(dim=1) / n + tool_weight * tool).mean()
-    return {"loss": loss, "kl": ((token_kl * mask).sum(dim=1) / n).mean().detach(), "tool_kl": tool_kl.mean().detach(),
-            "clipped": ((token_clipped * mask).sum() / mask.sum().clamp(min=1)).detach()}
+    return {
+        "loss": loss,
+        "kl": ((token_kl * mask).sum(dim=1) / n).mean().detach(),
+        "tool_kl": tool_kl.mean().detach(),
+        "clipped": ((token_clipped * mask).sum() / mask.sum().clamp(min=1)).detach(),
+    }
 
 
 def plackett_luce_loss(scores: torch.Tensor, rewards: torch.Tensor) -> torch.Tensor:

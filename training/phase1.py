@@ -24,7 +24,7 @@ from autotool.rollout import logprobs, teacher_rollout
 from training import loop
 from training.cli import CommandError, ConfigCommand, doc_help, run
 from training.config import ConfigError, at_least, load, positive, require
-from training.losses import RewardWeights, grpo_loss, group_advantages
+from training.losses import RewardWeights, group_advantages, grpo_loss
 from training.trainer import RunConfig, Trainer
 
 STAGES = ("sft", "grpo")
@@ -39,8 +39,9 @@ class SFTConfig:
     lr: float = field(default=2e-4, metadata={"help": "learning rate of the LoRA adapters and token embeddings"})
     head_lr: float = field(default=1e-3, metadata={"help": "learning rate of the anchor head (0 keeps it as it is)"})
     head_weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay of the head's map W"})
-    select_weight: float = field(default=1.0, metadata={"help": "weight of the selection cross-entropy beside "
-                                                                "the language-model loss"})
+    select_weight: float = field(
+        default=1.0, metadata={"help": "weight of the selection cross-entropy beside the language-model loss"}
+    )
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clip"})
 
     def __post_init__(self):
@@ -60,15 +61,23 @@ class GRPOConfig:
     head_lr: float = field(default=2e-4, metadata={"help": "learning rate of the anchor head (0 keeps it as it is)"})
     head_weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay of the head's map W"})
     beta: float = field(default=0.04, metadata={"help": "KL coefficient (0: no KL term and no reference policy)"})
-    epsilon: float = field(default=0.2, metadata={"help": "ratio clip: the ratio is clipped to [1 - epsilon, "
-                                                          "1 + epsilon]"})
+    epsilon: float = field(
+        default=0.2, metadata={"help": "ratio clip: the ratio is clipped to [1 - epsilon, 1 + epsilon]"}
+    )
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
-    updates_per_batch: int = field(default=1, metadata={"help": "optimizer steps on each batch of rollouts "
-                                                                "(ratio != 1 from the second on)"})
-    chunk: int = field(default=4, metadata={"help": "rollouts in one forward-backward (memory: one chunk's "
-                                                    "activations are held; the gradient is the same)"})
-    tool_weight: float = field(default=1.0, metadata={"help": "weight of the tool choice's term beside the mean "
-                                                              "over tokens"})
+    updates_per_batch: int = field(
+        default=1, metadata={"help": "optimizer steps on each batch of rollouts (ratio != 1 from the second on)"}
+    )
+    chunk: int = field(
+        default=4,
+        metadata={
+            "help": "rollouts in one forward-backward (memory: one chunk's "
+            "activations are held; the gradient is the same)"
+        },
+    )
+    tool_weight: float = field(
+        default=1.0, metadata={"help": "weight of the tool choice's term beside the mean over tokens"}
+    )
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clip"})
     reward: RewardWeights = field(default_factory=RewardWeights, metadata={"help": "the reward's weights"})
 
@@ -84,21 +93,28 @@ class GRPOConfig:
 class Phase1Config(RunConfig):
     """Phase I: SFT, then GRPO."""
 
-    out: str = field(default="runs/phase1", metadata={"help": "the run folder; a second run with the same one "
-                                                              "resumes from its last checkpoint"})
-    stages: list = field(default_factory=lambda: list(STAGES),
-                         metadata={"help": f"the stages to run, in order ({', '.join(STAGES)})"})
+    out: str = field(
+        default="runs/phase1",
+        metadata={"help": "the run folder; a second run with the same one resumes from its last checkpoint"},
+    )
+    stages: list = field(
+        default_factory=lambda: list(STAGES), metadata={"help": f"the stages to run, in order ({', '.join(STAGES)})"}
+    )
     sft: SFTConfig = field(default_factory=SFTConfig, metadata={"help": "supervised fine-tuning"})
     grpo: GRPOConfig = field(default_factory=GRPOConfig, metadata={"help": "GRPO"})
 
     def __post_init__(self):
         super().__post_init__()
-        require(bool(self.stages) and all(s in STAGES for s in self.stages), "stages",
-                f"must be a list of {', '.join(STAGES)}; got {self.stages!r}")
+        require(
+            bool(self.stages) and all(s in STAGES for s in self.stages),
+            "stages",
+            f"must be a list of {', '.join(STAGES)}; got {self.stages!r}",
+        )
 
 
-def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c: GRPOConfig,
-                  backward=torch.Tensor.backward) -> dict[str, float]:
+def grpo_backward(
+    policy, table, chunks, advantages: torch.Tensor, refs, olds, c: GRPOConfig, backward=torch.Tensor.backward
+) -> dict[str, float]:
     """Accumulate the gradient of `grpo_loss` over all rollouts, one chunk of rollouts at a time.
 
     The loss is a mean over rollouts, so each chunk's mean, weighted by its share of the rollouts, sums to it:
@@ -113,8 +129,19 @@ def grpo_backward(policy, table, chunks, advantages: torch.Tensor, refs, olds, c
         token_logp, mask, tool_logp = logprobs(policy, table, part)
         old_token, old_tool = (token_logp.detach(), tool_logp.detach()) if old is None else (old[0], old[2])
         ref_token, ref_tool = (None, None) if ref is None else (ref[0], ref[2])
-        out = grpo_loss(token_logp, mask, tool_logp, part_advantages, old_token, old_tool, ref_token, ref_tool,
-                        c.epsilon, c.beta, c.tool_weight)
+        out = grpo_loss(
+            token_logp,
+            mask,
+            tool_logp,
+            part_advantages,
+            old_token,
+            old_tool,
+            ref_token,
+            ref_tool,
+            c.epsilon,
+            c.beta,
+            c.tool_weight,
+        )
         share = len(part) / total
         backward(out["loss"] * share)
         for key in ("loss", "kl", "tool_kl"):
@@ -134,13 +161,18 @@ class Phase1(Trainer):
         """Language-model loss on the rationale and call tokens + `select_weight` x the selection cross-entropy."""
         queries = embed(self.table.embedder, [e.input.query for e in batch])
         rationales = embed(self.table.embedder, [e.rationale for e in batch])
-        rollouts = [teacher_rollout(self.policy, self.table, e.input, e.rationale, e.tool, e.call, q, r)
-                    for e, q, r in zip(batch, queries, rationales)]
+        rollouts = [
+            teacher_rollout(self.policy, self.table, e.input, e.rationale, e.tool, e.call, q, r)
+            for e, q, r in zip(batch, queries, rationales)
+        ]
         token_logp, mask, tool_logp = logprobs(self.policy, self.table, rollouts)
         lm = -(token_logp * mask).sum() / mask.sum()
         select = -tool_logp.mean()
-        return lm + self.config.sft.select_weight * select, {"lm_loss": lm, "select_loss": select,
-                                                             "p_gold": tool_logp.exp().mean()}
+        return lm + self.config.sft.select_weight * select, {
+            "lm_loss": lm,
+            "select_loss": select,
+            "p_gold": tool_logp.exp().mean(),
+        }
 
     def sft_step(self, step: int) -> dict[str, float]:
         c, started = self.config.sft, time.perf_counter()
@@ -151,9 +183,17 @@ class Phase1(Trainer):
         norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
         seconds = time.perf_counter() - started
         head = self.policy.head
-        return {"loss": loss.item(), **{k: v.item() for k, v in terms.items()}, "grad_norm": norm,
-                "a": head.a.item(), "b": head.b.item(), "g": head.log_g.exp().item(),
-                "W_norm": head.W.weight.norm().item(), "seconds": seconds, "examples_per_s": len(batch) / seconds}
+        return {
+            "loss": loss.item(),
+            **{k: v.item() for k, v in terms.items()},
+            "grad_norm": norm,
+            "a": head.a.item(),
+            "b": head.b.item(),
+            "g": head.log_g.exp().item(),
+            "W_norm": head.W.weight.norm().item(),
+            "seconds": seconds,
+            "examples_per_s": len(batch) / seconds,
+        }
 
     def grpo_step(self, step: int) -> dict[str, float]:
         c, started = self.config.grpo, time.perf_counter()
@@ -174,16 +214,26 @@ class Phase1(Trainer):
             out = grpo_backward(self.policy, self.table, chunks, advantages, refs, olds, c, self.accelerator.backward)
             norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
         seconds = time.perf_counter() - started
-        mean = lambda key: sum(t[key] for t in terms) / len(terms)  # noqa: E731
-        return {"loss": out["loss"], "reward": mean("reward"), "r_format": mean("r_format"),
-                "r_correct": mean("r_correct"), "r_select": mean("r_select"),
-                "reward_std": float(rewards.std(dim=1, unbiased=False).mean()),
-                "equal_groups": float((rewards.std(dim=1) == 0).float().mean()),
-                "closed_think": sum(r.closed_think for r in flat) / len(flat),
-                "rationale_tokens": sum(len(r.rationale_ids) for r in flat) / len(flat),
-                "kl": out["kl"], "tool_kl": out["tool_kl"], "clipped": out["clipped"],
-                "grad_norm": norm, "W_norm": self.policy.head.W.weight.norm().item(),
-                "generate_s": generated - started, "seconds": seconds, "rollouts_per_s": len(flat) / seconds}
+        mean = lambda key: sum(t[key] for t in terms) / len(terms)
+        return {
+            "loss": out["loss"],
+            "reward": mean("reward"),
+            "r_format": mean("r_format"),
+            "r_correct": mean("r_correct"),
+            "r_select": mean("r_select"),
+            "reward_std": float(rewards.std(dim=1, unbiased=False).mean()),
+            "equal_groups": float((rewards.std(dim=1) == 0).float().mean()),
+            "closed_think": sum(r.closed_think for r in flat) / len(flat),
+            "rationale_tokens": sum(len(r.rationale_ids) for r in flat) / len(flat),
+            "kl": out["kl"],
+            "tool_kl": out["tool_kl"],
+            "clipped": out["clipped"],
+            "grad_norm": norm,
+            "W_norm": self.policy.head.W.weight.norm().item(),
+            "generate_s": generated - started,
+            "seconds": seconds,
+            "rollouts_per_s": len(flat) / seconds,
+        }
 
     def start_grpo(self) -> None:
         if self.config.grpo.beta > 0:
@@ -200,8 +250,12 @@ class Phase1(Trainer):
 
     def train(self):
         c = self.config
-        return self.run({"sft": c.sft.steps, "grpo": c.grpo.steps}, {"sft": self.sft_step, "grpo": self.grpo_step},
-                        {s: self.optimizer_for(s) for s in STAGES}, {"grpo": self.start_grpo})
+        return self.run(
+            {"sft": c.sft.steps, "grpo": c.grpo.steps},
+            {"sft": self.sft_step, "grpo": self.grpo_step},
+            {s: self.optimizer_for(s) for s in STAGES},
+            {"grpo": self.start_grpo},
+        )
 
 
 def command(doc: str, default=Phase1Config, phase=Phase1) -> click.Command:
@@ -209,8 +263,13 @@ def command(doc: str, default=Phase1Config, phase=Phase1) -> click.Command:
     exit 2 on a config or data error."""
 
     @click.command(cls=ConfigCommand, config_class=default, help=doc_help(doc))
-    @click.option("--config", "path", type=click.Path(dir_okay=False), metavar="PATH",
-                  help="A YAML file of config keys (training/configs/); the --KEY VALUE overrides win over it.")
+    @click.option(
+        "--config",
+        "path",
+        type=click.Path(dir_okay=False),
+        metavar="PATH",
+        help="A YAML file of config keys (training/configs/); the --KEY VALUE overrides win over it.",
+    )
     @click.pass_context
     def cli(ctx: click.Context, path: str | None) -> int:
         from autotool.benchmarks import BenchmarkError

@@ -37,18 +37,28 @@ class RankConfig:
     steps: int = field(default=12, metadata={"help": "optimizer steps"})
     batch_size: int = field(default=2, metadata={"help": "queries per step"})
     candidates: int = field(default=8, metadata={"help": "rollouts per query (N), ranked against each other"})
-    chunk: int = field(default=4, metadata={"help": "rollouts in one forward-backward of the loss (memory: one "
-                                                    "chunk's activations are held; the gradient is the same)"})
-    beta: float = field(default=0.1, metadata={"help": "score scale: a rollout's score is beta * (log pi_theta - "
-                                                       "log pi_ref) of its selection segments"})
+    chunk: int = field(
+        default=4,
+        metadata={
+            "help": "rollouts in one forward-backward of the loss (memory: one "
+            "chunk's activations are held; the gradient is the same)"
+        },
+    )
+    beta: float = field(
+        default=0.1,
+        metadata={
+            "help": "score scale: a rollout's score is beta * (log pi_theta - log pi_ref) of its selection segments"
+        },
+    )
     lr: float = field(default=2e-5, metadata={"help": "learning rate of the LoRA adapters and token embeddings"})
     head_lr: float = field(default=2e-4, metadata={"help": "learning rate of the anchor head (0 keeps it as it is)"})
     head_weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay of the head's map W"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the rollouts"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clip"})
-    reward: RewardWeights = field(default_factory=RewardWeights,
-                                  metadata={"help": "the reward's weights (rollouts are ranked by tool hit, then "
-                                                    "format + call correctness)"})
+    reward: RewardWeights = field(
+        default_factory=RewardWeights,
+        metadata={"help": "the reward's weights (rollouts are ranked by tool hit, then format + call correctness)"},
+    )
 
     def __post_init__(self):
         at_least(self, 0, "steps", "lr", "head_lr", "head_weight_decay")
@@ -61,16 +71,22 @@ class RankConfig:
 class Phase2Config(RunConfig):
     """Phase II: the ranking stage, from a Phase I policy (`init`)."""
 
-    out: str = field(default="runs/phase2", metadata={"help": "the run folder; a second run with the same one "
-                                                              "resumes from its last checkpoint"})
-    stages: list = field(default_factory=lambda: list(STAGES), metadata={"help": f"the stages to run: "
-                                                                                 f"{', '.join(STAGES)} only"})
+    out: str = field(
+        default="runs/phase2",
+        metadata={"help": "the run folder; a second run with the same one resumes from its last checkpoint"},
+    )
+    stages: list = field(
+        default_factory=lambda: list(STAGES), metadata={"help": f"the stages to run: {', '.join(STAGES)} only"}
+    )
     rank: RankConfig = field(default_factory=RankConfig, metadata={"help": "the ranking stage"})
 
     def __post_init__(self):
         super().__post_init__()
-        require(list(self.stages) == list(STAGES), "stages", f"must be [{STAGES[0]}]: Phase II has one stage; "
-                                                             f"got {self.stages!r}")
+        require(
+            list(self.stages) == list(STAGES),
+            "stages",
+            f"must be [{STAGES[0]}]: Phase II has one stage; got {self.stages!r}",
+        )
 
 
 def rank_value(terms: dict[str, float]) -> float:
@@ -90,13 +106,16 @@ def selection_scores(policy, reference, table, rollouts, beta: float) -> tuple[t
 def selection_logp(rollouts, token_logp: torch.Tensor, mask: torch.Tensor, tool_logp: torch.Tensor) -> torch.Tensor:
     """(n,) log-probability of each rollout's selection segments: its rationale tokens and its tool choice."""
     width = token_logp.shape[1]
-    selection = torch.tensor([r.selection_mask + [False] * (width - len(r.ids)) for r in rollouts],
-                             device=token_logp.device) & mask
+    selection = (
+        torch.tensor([r.selection_mask + [False] * (width - len(r.ids)) for r in rollouts], device=token_logp.device)
+        & mask
+    )
     return (token_logp * selection).sum(dim=1) + tool_logp
 
 
-def ranking_backward(policy, reference, table, rollouts, values: torch.Tensor, beta: float, chunk: int,
-                     backward=torch.Tensor.backward) -> tuple[torch.Tensor, torch.Tensor]:
+def ranking_backward(
+    policy, reference, table, rollouts, values: torch.Tensor, beta: float, chunk: int, backward=torch.Tensor.backward
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The Plackett-Luce loss of `values` (queries, candidates) over the rollouts' scores, with its gradient
     accumulated in the policy's parameters, `chunk` rollouts at a time; returns (loss, scores), detached.
 
@@ -133,18 +152,27 @@ class Phase2(Trainer):
         self.policy.model.train()
         flat = [r for g in groups for r in g]
         values = torch.tensor([[rank_value(t) for t in g] for g in terms], device=self.accelerator.device)
-        loss, scores = ranking_backward(self.policy, self.reference, self.table, flat, values, c.beta, c.chunk,
-                                        self.accelerator.backward)
+        loss, scores = ranking_backward(
+            self.policy, self.reference, self.table, flat, values, c.beta, c.chunk, self.accelerator.backward
+        )
         norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
         seconds = time.perf_counter() - started
         every = [t for g in terms for t in g]
-        mean = lambda key: sum(t[key] for t in every) / len(every)  # noqa: E731
-        return {"loss": loss.item(), "reward": mean("reward"), "r_format": mean("r_format"),
-                "r_correct": mean("r_correct"), "r_select": mean("r_select"),
-                "tied_groups": float((values.std(dim=1) == 0).float().mean()),
-                "score_spread": (scores.max(dim=1).values - scores.min(dim=1).values).mean().item(),
-                "grad_norm": norm, "W_norm": self.policy.head.W.weight.norm().item(),
-                "generate_s": generated - started, "seconds": seconds, "rollouts_per_s": len(flat) / seconds}
+        mean = lambda key: sum(t[key] for t in every) / len(every)
+        return {
+            "loss": loss.item(),
+            "reward": mean("reward"),
+            "r_format": mean("r_format"),
+            "r_correct": mean("r_correct"),
+            "r_select": mean("r_select"),
+            "tied_groups": float((values.std(dim=1) == 0).float().mean()),
+            "score_spread": (scores.max(dim=1).values - scores.min(dim=1).values).mean().item(),
+            "grad_norm": norm,
+            "W_norm": self.policy.head.W.weight.norm().item(),
+            "generate_s": generated - started,
+            "seconds": seconds,
+            "rollouts_per_s": len(flat) / seconds,
+        }
 
     def start(self) -> None:
         self.reference = self.frozen_copy()
@@ -155,8 +183,12 @@ class Phase2(Trainer):
         return self.optimizer
 
     def train(self):
-        return self.run({"rank": self.config.rank.steps}, {"rank": self.rank_step}, {"rank": self.make_optimizer},
-                        {"rank": self.start})
+        return self.run(
+            {"rank": self.config.rank.steps},
+            {"rank": self.rank_step},
+            {"rank": self.make_optimizer},
+            {"rank": self.start},
+        )
 
 
 cli = command(__doc__, Phase2Config, Phase2)

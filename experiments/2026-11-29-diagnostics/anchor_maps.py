@@ -16,8 +16,7 @@ import argparse
 import numpy as np
 import torch
 
-from autotool.benchmarks import load_benchmark, load_split, select_queries, steps_of
-from autotool.benchmarks import benchmark_bank
+from autotool.benchmarks import benchmark_bank, load_benchmark, load_split, select_queries, steps_of
 from autotool.policy import embed
 from autotool.selection import ToolTable
 
@@ -41,7 +40,9 @@ def fit(kind: str, side: str, lr: float, wd: float, train, val, tools, train_too
         d = torch.nn.Parameter(torch.zeros(dim))
         params, f = [d], lambda x: x * (1 + d)
     log_g = torch.nn.Parameter(torch.tensor(float(np.log(10.0))))
-    optimizer = torch.optim.AdamW([{"params": params, "weight_decay": wd}, {"params": [log_g], "weight_decay": 0.0}], lr=lr)
+    optimizer = torch.optim.AdamW(
+        [{"params": params, "weight_decay": wd}, {"params": [log_g], "weight_decay": 0.0}], lr=lr
+    )
     unit = torch.nn.functional.normalize
     (q, y), (vq, vy) = train, val
     targets = torch.tensor([train_tools.index(int(t)) for t in y])
@@ -71,17 +72,29 @@ def main() -> None:
     tools = table.vectors
     train_tools = sorted({int(t) for t in train[1]})
     dense = float(((val[0] @ tools.T).argmax(1) == val[1]).float().mean())
-    print(f"{args.bench}: {len(train[1])} train queries on {len(train_tools)} tools; {len(val[1])} val queries on "
-          f"{len(set(val[1].tolist()))} other tools\n")
-    print(f"| map | applied to | lr | weight decay | val hit@1 after epochs 1..10 | best |\n|---|---|---:|---:|---|---:|")
+    print(
+        f"{args.bench}: {len(train[1])} train queries on {len(train_tools)} tools; {len(val[1])} val queries on "
+        f"{len(set(val[1].tolist()))} other tools\n"
+    )
+    print(
+        "| map | applied to | lr | weight decay | val hit@1 after epochs 1..10 | best |\n|---|---|---:|---:|---|---:|"
+    )
     print(f"| none (dense retrieval) | | | | {dense:.3f} | {dense:.3f} |")
-    for kind, side, lr, wd in [("full", "query", 1e-3, 0.0), ("full", "query", 1e-3, 1.0), ("full", "query", 1e-2, 0.0),
-                               ("lowrank", "query", 1e-3, 0.0), ("lowrank", "both", 1e-3, 0.0),
-                               ("lowrank", "both", 1e-4, 0.0), ("diagonal", "query", 1e-3, 0.0),
-                               ("diagonal", "both", 1e-3, 0.0)]:
+    for kind, side, lr, wd in [
+        ("full", "query", 1e-3, 0.0),
+        ("full", "query", 1e-3, 1.0),
+        ("full", "query", 1e-2, 0.0),
+        ("lowrank", "query", 1e-3, 0.0),
+        ("lowrank", "both", 1e-3, 0.0),
+        ("lowrank", "both", 1e-4, 0.0),
+        ("diagonal", "query", 1e-3, 0.0),
+        ("diagonal", "both", 1e-3, 0.0),
+    ]:
         curve = fit(kind, side, lr, wd, train, val, tools, train_tools)
-        print(f"| {kind} | {side} | {lr:g} | {wd:g} | {' '.join(f'{v:.3f}' for v in curve)} | {max(curve):.3f} |",
-              flush=True)
+        print(
+            f"| {kind} | {side} | {lr:g} | {wd:g} | {' '.join(f'{v:.3f}' for v in curve)} | {max(curve):.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

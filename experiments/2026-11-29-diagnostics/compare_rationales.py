@@ -20,11 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from autotool.benchmarks import benchmark_bank, load_benchmark
+from autotool.metrics import paired_bootstrap
 from autotool.policy import embed
 from autotool.selection import ToolTable
-from autotool.benchmarks import load_benchmark
-from autotool.benchmarks import benchmark_bank
-from autotool.metrics import paired_bootstrap
 from training import calibrate
 from training.calibrate import ValSteps
 
@@ -43,10 +42,19 @@ def hits(table: ToolTable, rows: list[dict], b: float, lexical: float = 0.0) -> 
     rows as first val steps of `training.calibrate`, with a = 1 and W = 0."""
     queries = [r["query"] for r in rows]
     n, dim = len(rows), table.vectors.shape[1]
-    val = ValSteps("", table, [], [], embed(table.embedder, queries), embed(table.embedder, [r["rationale"] for r in rows]),
-                   torch.zeros(n, dim), table.lexical(queries) if lexical else torch.zeros(n, len(table)),
-                   torch.tensor([table.index[r["gold"]] for r in rows]),
-                   torch.zeros(n, dtype=torch.bool), torch.zeros(n, len(table), dtype=torch.bool))
+    val = ValSteps(
+        "",
+        table,
+        [],
+        [],
+        embed(table.embedder, queries),
+        embed(table.embedder, [r["rationale"] for r in rows]),
+        torch.zeros(n, dim),
+        table.lexical(queries) if lexical else torch.zeros(n, len(table)),
+        torch.tensor([table.index[r["gold"]] for r in rows]),
+        torch.zeros(n, dtype=torch.bool),
+        torch.zeros(n, len(table), dtype=torch.bool),
+    )
     return calibrate.hits(val, 1.0, b, lexical).numpy()
 
 
@@ -75,8 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         table = ToolTable.from_bank(benchmark_bank(bench, args.embedder))
         h0, h1 = hits(table, before, args.b, args.lexical), hits(table, after, args.b, args.lexical)
         d = paired_bootstrap(h1, h0)
-        print(f"| {bench.name} | {len(h0)} | {h0.mean():.3f} | {h1.mean():.3f} | "
-              f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |")
+        print(
+            f"| {bench.name} | {len(h0)} | {h0.mean():.3f} | {h1.mean():.3f} | "
+            f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |"
+        )
     return 0
 
 

@@ -25,18 +25,34 @@ def main() -> None:
     args = parser.parse_args()
     policy = Policy.load(args.policy)
     val = write_rationales(policy, args.bench, args.limit)
-    steps, written, table, q, r, wh, gold = (val.steps, val.written, val.table, val.query, val.rationale,
-                                             val.hidden_term, val.gold)
+    steps, written, table, q, r, wh, gold = (
+        val.steps,
+        val.written,
+        val.table,
+        val.query,
+        val.rationale,
+        val.hidden_term,
+        val.gold,
+    )
     head = policy.head
     with torch.no_grad():
-        def hit(anchor: torch.Tensor) -> float:
-            return float(((torch.nn.functional.normalize(anchor, dim=-1) @ table.vectors.T).argmax(1) == gold).float().mean())
 
-        print(f"{args.policy} on {args.bench} val ({len(steps)} queries): a = {head.a.item():.3f}, "
-              f"b = {head.b.item():.3f}, g = {head.log_g.exp().item():.2f}, |W| = {head.W.weight.norm():.2f}\n")
+        def hit(anchor: torch.Tensor) -> float:
+            return float(
+                ((torch.nn.functional.normalize(anchor, dim=-1) @ table.vectors.T).argmax(1) == gold).float().mean()
+            )
+
+        print(
+            f"{args.policy} on {args.bench} val ({len(steps)} queries): a = {head.a.item():.3f}, "
+            f"b = {head.b.item():.3f}, g = {head.log_g.exp().item():.2f}, |W| = {head.W.weight.norm():.2f}\n"
+        )
         print("| anchor | val hit@1 |\n|---|---:|")
-        rows = [("E(query) (dense retrieval)", q), ("E(rationale)", r), ("W h", wh),
-                ("trained head: a E(query) + W h + b E(rationale)", head.a * q + wh + head.b * r)]
+        rows = [
+            ("E(query) (dense retrieval)", q),
+            ("E(rationale)", r),
+            ("W h", wh),
+            ("trained head: a E(query) + W h + b E(rationale)", head.a * q + wh + head.b * r),
+        ]
         rows += [(f"E(query) + {b:g} E(rationale)", q + b * r) for b in (0.25, 0.5, 1.0, 2.0)]
         for name, anchor in rows:
             print(f"| {name} | {hit(anchor):.3f} |")

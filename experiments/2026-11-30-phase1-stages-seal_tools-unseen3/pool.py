@@ -15,8 +15,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE.parent  # experiments/
-SAMPLES = {"phase1-stages-seal_tools": "shipped", "phase1-stages-seal_tools-unseen": "shipped",
-           "phase1-stages-seal_tools-unseen3": "grpo"}
+SAMPLES = {
+    "phase1-stages-seal_tools": "shipped",
+    "phase1-stages-seal_tools-unseen": "shipped",
+    "phase1-stages-seal_tools-unseen3": "grpo",
+}
 DATED = "2026-11-30-"  # the three folders' date prefix
 
 
@@ -28,8 +31,10 @@ def extract() -> None:
             for r in csv.DictReader(f):
                 if r["split"] == "unseen-test" and r["metric"] == "hit@1":
                     hits.setdefault(r["step"], {})[r["method"]] = r["value"]
-        rows += [{"sample": sample, "step": step, "untrained": h["untrained"], "after_grpo": h[trained],
-                  "bm25": h["bm25"]} for step, h in hits.items()]
+        rows += [
+            {"sample": sample, "step": step, "untrained": h["untrained"], "after_grpo": h[trained], "bm25": h["bm25"]}
+            for step, h in hits.items()
+        ]
     with open(HERE / "hits.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, ["sample", "step", "untrained", "after_grpo", "bm25"])
         writer.writeheader()
@@ -49,11 +54,13 @@ def main() -> None:
     for sample in [*SAMPLES, "pooled"]:
         part = [r for r in rows if sample in ("pooled", r["sample"])]
         groups = [f"{r['sample']}/{r['step'].split('#')[0]}" for r in part]
-        column = lambda key: [float(r[key]) for r in part]  # noqa: E731
+        column = lambda key: [float(r[key]) for r in part]
         d = paired_bootstrap(column("after_grpo"), column("untrained"), groups=groups)
-        mean = lambda key: sum(column(key)) / len(part)  # noqa: E731
-        print(f"| {sample} | {len(set(groups))} | {len(part)} | {mean('untrained'):.3f} | {mean('after_grpo'):.3f} "
-              f"| {mean('bm25'):.3f} | {d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |")
+        mean = lambda key: sum(column(key)) / len(part)
+        print(
+            f"| {sample} | {len(set(groups))} | {len(part)} | {mean('untrained'):.3f} | {mean('after_grpo'):.3f} "
+            f"| {mean('bm25'):.3f} | {d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] |"
+        )
 
 
 if __name__ == "__main__":

@@ -29,8 +29,13 @@ def paired(sample: str, split: str) -> dict[tuple[str, str], tuple[float, float,
 
 def main(splits: list[str]) -> None:
     for split in splits:
-        for a, b in [("sft", "untrained"), ("grpo", "untrained"), ("grpo", "sft"), ("rank", "untrained"),
-                     ("rank", "grpo")]:
+        for a, b in [
+            ("sft", "untrained"),
+            ("grpo", "untrained"),
+            ("grpo", "sft"),
+            ("rank", "untrained"),
+            ("rank", "grpo"),
+        ]:
             rows = []
             for sample in SAMPLES:
                 pairs = paired(sample, split)

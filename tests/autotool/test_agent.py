@@ -3,7 +3,7 @@ the run loop with scripted generations (tiny model, HashEmbedder banks)."""
 
 import enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 import pytest
 import torch
@@ -31,8 +31,8 @@ class Script(Policy):
             ids = self.script[0]
             cut = ids[:max_new_tokens]
             if stop_id in cut:
-                cut = cut[:cut.index(stop_id) + 1]
-            rest = ids[len(cut):]
+                cut = cut[: cut.index(stop_id) + 1]
+            rest = ids[len(cut) :]
             if rest:
                 self.script[0] = rest
             else:
@@ -62,9 +62,16 @@ def test_google_docstrings_annotated_descriptions_and_hints_make_the_card():
         C = "celsius"
         F = "fahrenheit"
 
-    def forecast(city: Annotated[str, "City name, like Paris"], days: int = 3, unit: Unit = Unit.C,
-                 hours: Optional[list[int]] = None, when: Literal["day", "night"] = "day",
-                 extra: dict[str, float] | None = None, *args, **kwargs) -> str:
+    def forecast(
+        city: Annotated[str, "City name, like Paris"],
+        days: int = 3,
+        unit: Unit = Unit.C,
+        hours: list[int] | None = None,
+        when: Literal["day", "night"] = "day",
+        extra: dict[str, float] | None = None,
+        *args,
+        **kwargs,
+    ) -> str:
         """Weather forecast for the next days in a city.
 
         Uses the national services.
@@ -88,12 +95,23 @@ def test_google_docstrings_annotated_descriptions_and_hints_make_the_card():
     assert list(properties) == ["city", "days", "unit", "hours", "when", "extra"]  # *args, **kwargs left out
     assert properties["city"] == {"type": "string", "description": "City name, like Paris"}
     assert properties["days"] == {"type": "integer", "description": "How many days ahead, from 1 to 10.", "default": 3}
-    assert properties["unit"] == {"type": "string", "enum": ["celsius", "fahrenheit"],
-                                  "description": "Temperature unit.", "default": "celsius"}
-    assert properties["hours"] == {"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}],
-                                   "description": "Hours of the day to include.", "default": None}
-    assert properties["when"] == {"type": "string", "enum": ["day", "night"], "description": "Day or night.",
-                                  "default": "day"}
+    assert properties["unit"] == {
+        "type": "string",
+        "enum": ["celsius", "fahrenheit"],
+        "description": "Temperature unit.",
+        "default": "celsius",
+    }
+    assert properties["hours"] == {
+        "anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}],
+        "description": "Hours of the day to include.",
+        "default": None,
+    }
+    assert properties["when"] == {
+        "type": "string",
+        "enum": ["day", "night"],
+        "description": "Day or night.",
+        "default": "day",
+    }
     assert properties["extra"]["anyOf"][0] == {"type": "object", "additionalProperties": {"type": "number"}}
     assert tool.parameters["required"] == ["city"]
     assert all(spec.get("description") for spec in properties.values())  # every parameter is described
@@ -101,7 +119,7 @@ def test_google_docstrings_annotated_descriptions_and_hints_make_the_card():
 
 
 def test_rest_and_numpy_docstrings():
-    def convert(amount: float, from_currency: str, to_currency: Optional[str] = None) -> str:
+    def convert(amount: float, from_currency: str, to_currency: str | None = None) -> str:
         """Convert an amount between currencies.
 
         :param amount: How much money.
@@ -131,23 +149,32 @@ def test_rest_and_numpy_docstrings():
     rest = tool_from_function(convert)
     assert rest.description == "Convert an amount between currencies."
     assert {n: p["description"] for n, p in rest.parameters["properties"].items()} == {
-        "amount": "How much money.", "from_currency": "ISO code of the currency it is in.",
-        "to_currency": "ISO code to convert to."}
+        "amount": "How much money.",
+        "from_currency": "ISO code of the currency it is in.",
+        "to_currency": "ISO code to convert to.",
+    }
     assert rest.parameters["properties"]["to_currency"]["type"] == ["string", "null"]
     assert rest.parameters["properties"]["amount"]["type"] == "number"
     numpy_style = tool_from_function(tally)
     assert {n: p["description"] for n, p in numpy_style.parameters["properties"].items()} == {
-        "items": "The items to count.", "limit": "At most this many."}
-    assert numpy_style.parameters["properties"]["items"] == {"type": "array", "items": {"type": "string"},
-                                                             "description": "The items to count."}
+        "items": "The items to count.",
+        "limit": "At most this many.",
+    }
+    assert numpy_style.parameters["properties"]["items"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "The items to count.",
+    }
     assert numpy_style.parameters["required"] == ["items", "limit"]
 
 
 def test_docstring_edge_cases():
     assert parse_docstring("") == ("", {})
     assert parse_docstring("Args:\n    q: the query\n") == ("", {"q": "the query"})  # no summary
-    summary, params = parse_docstring("One line\ncontinued.\n\nNote that: this is text.\n\nArgs:\n    x:\n"
-                                      "        on the next line\n    y: why\nNot part of the args.")
+    summary, params = parse_docstring(
+        "One line\ncontinued.\n\nNote that: this is text.\n\nArgs:\n    x:\n"
+        "        on the next line\n    y: why\nNot part of the args."
+    )
     assert summary == "One line continued." and params == {"x": "on the next line", "y": "why"}
     _, params = parse_docstring(":param x: a: b, with a colon\n:type x: int\n:param y:\n")
     assert params == {"x": "a: b, with a colon"}  # y has no description
@@ -205,18 +232,25 @@ def test_the_agent_chooses_its_own_tools_and_other_namespaces_only_when_asked(ba
     seen = []
     agent = Agent(bank, policy, max_steps=1, mode="fast")
     agent.register(get_stock_price)
-    bank.add([Tool("old_tool", "Weather and temperature in a city, from an earlier session", {},
-                   namespace="agent")])  # in the agent's namespace, but no function here: left out
+    bank.add(
+        [Tool("old_tool", "Weather and temperature in a city, from an earlier session", {}, namespace="agent")]
+    )  # in the agent's namespace, but no function here: left out
     script(policy, '{"ticker": "ACME"}}', "<answer>done</answer>")
-    (selection, observation), = agent.run("weather in Paris now").steps
+    ((selection, observation),) = agent.run("weather in Paris now").steps
     assert selection.tool.name == "get_stock_price" and observation == "ACME: 123.4"
 
-    agent = Agent(bank, policy, max_steps=1, mode="fast", namespaces=["weather"],
-                  execute=lambda tool, arguments: seen.append((tool.name, arguments)) or "22 C")
+    agent = Agent(
+        bank,
+        policy,
+        max_steps=1,
+        mode="fast",
+        namespaces=["weather"],
+        execute=lambda tool, arguments: seen.append((tool.name, arguments)) or "22 C",
+    )
     agent.register(get_stock_price)
     script(policy, '{"city": "Paris"}}', "<answer>22 C</answer>")
     trajectory = agent.run("weather in Paris now")
-    (selection, observation), = trajectory.steps
+    ((selection, observation),) = trajectory.steps
     assert selection.tool.namespace == "weather" and observation == "22 C" and trajectory.answer == "22 C"
     assert seen == [(selection.tool.name, {"city": "Paris"})]
     assert {t.name for t, _ in selection.candidates} <= {"get_weather", "get_forecast", "get_stock_price"}
@@ -224,7 +258,7 @@ def test_the_agent_chooses_its_own_tools_and_other_namespaces_only_when_asked(ba
     agent = Agent(bank, policy, max_steps=1, mode="fast", namespaces="*")  # every tool; no execute
     agent.register(get_stock_price)
     script(policy, '{"path": "a.pdf"}}', "<think>")
-    (selection, observation), = agent.run("convert my PDF document to text").steps
+    ((selection, observation),) = agent.run("convert my PDF document to text").steps
     assert selection.tool.name == "pdf_to_text"
     assert observation == "error: no function calls tool 'pdf_to_text' (namespace 'files'); give the Agent execute="
     assert "old_tool" not in {t.name for t, _ in selection.candidates}
@@ -282,15 +316,25 @@ def step_texts(selection):
 
 def test_a_two_step_task_ends_on_the_answer(shop, policy):
     agent, calls = shop
-    script(policy, "an order's total", '{"order_id": "A-553"}}', "<think>",
-           "currency conversion", '{"amount": 120.0, "from_currency": "USD", "to_currency": "EUR"}}',
-           "<answer>A-553 costs 108.00 EUR</answer>")
+    script(
+        policy,
+        "an order's total",
+        '{"order_id": "A-553"}}',
+        "<think>",
+        "currency conversion",
+        '{"amount": 120.0, "from_currency": "USD", "to_currency": "EUR"}}',
+        "<answer>A-553 costs 108.00 EUR</answer>",
+    )
     trajectory = agent.run("Look up order A-553's total, then convert it to EUR")
     assert calls == [("get_order", "A-553"), ("convert_currency", 120.0, "USD", "EUR")]
     assert [step_texts(s) for s, _ in trajectory.steps] == [
         ("get_order", {"order_id": "A-553"}),
-        ("convert_currency", {"amount": 120.0, "from_currency": "USD", "to_currency": "EUR"})]
-    assert [o for _, o in trajectory.steps] == ['{"order_id": "A-553", "total": 120.0, "currency": "USD"}', "108.00 EUR"]
+        ("convert_currency", {"amount": 120.0, "from_currency": "USD", "to_currency": "EUR"}),
+    ]
+    assert [o for _, o in trajectory.steps] == [
+        '{"order_id": "A-553", "total": 120.0, "currency": "USD"}',
+        "108.00 EUR",
+    ]
     assert trajectory.answer == "A-553 costs 108.00 EUR" and trajectory.stop == "answer"
     assert [s.rationale for s, _ in trajectory.steps] == ["an order's total", "currency conversion"]
     # the second step read the first one: its call and observation are in the prompt
@@ -301,9 +345,15 @@ def test_a_two_step_task_ends_on_the_answer(shop, policy):
 def test_a_thought_without_its_opening_tag_is_the_next_step(shop, policy):
     # The shipped policy writes the next thought at once (its prompts always supplied <think>).
     agent, calls = shop
-    script(policy, "an order's total", '{"order_id": "A-553"}}', "convert the total</think>",
-           "currency conversion", '{"amount": 120.0, "from_currency": "USD", "to_currency": "EUR"}}',
-           "convert the total</think>")
+    script(
+        policy,
+        "an order's total",
+        '{"order_id": "A-553"}}',
+        "convert the total</think>",
+        "currency conversion",
+        '{"amount": 120.0, "from_currency": "USD", "to_currency": "EUR"}}',
+        "convert the total</think>",
+    )
     trajectory = agent.run("Look up order A-553's total, then convert it to EUR")
     assert len(trajectory.steps) == 2 and trajectory.stop == "no_tools" and trajectory.answer == ""
 
@@ -317,12 +367,15 @@ def test_the_run_ends_on_the_step_budget(shop, policy):
     assert policy.script == []  # nothing generated after the budget's last check
 
 
-@pytest.mark.parametrize("ending", [
-    "<tool_call>{\"name\": \"get_order\"}</tool_call>",  # a call without a step
-    "The total is 120 USD, which is",  # plain text, no tags
-    "<|im_end|>",
-    "<answer></answer>",  # an empty answer
-])
+@pytest.mark.parametrize(
+    "ending",
+    [
+        '<tool_call>{"name": "get_order"}</tool_call>',  # a call without a step
+        "The total is 120 USD, which is",  # plain text, no tags
+        "<|im_end|>",
+        "<answer></answer>",  # an empty answer
+    ],
+)
 def test_an_ending_that_is_neither_a_step_nor_an_answer_is_no_answer(shop, policy, ending):
     agent, calls = shop
     script(policy, "an order's total", '{"order_id": "A-553"}}', ending)
@@ -330,13 +383,16 @@ def test_an_ending_that_is_neither_a_step_nor_an_answer_is_no_answer(shop, polic
     assert len(trajectory.steps) == 1 and trajectory.stop == "no_answer" and trajectory.answer == ""
 
 
-@pytest.mark.parametrize("ending, answer", [
-    ("<answer>108 EUR</answer>", "108 EUR"),
-    ("  \n<answer> 108 EUR\n</answer>", "108 EUR"),
-    ("<answer>108 EUR<tool_call>{}</tool_call></answer>", "108 EUR"),  # cut at the first tag
-    ("<answer>108 EUR<|im_end|>more", "108 EUR"),
-    ("<answer>" + "long " * 8 + "answer</answer>", ("long " * 8 + "answer").strip()),  # past the first peek
-])
+@pytest.mark.parametrize(
+    "ending, answer",
+    [
+        ("<answer>108 EUR</answer>", "108 EUR"),
+        ("  \n<answer> 108 EUR\n</answer>", "108 EUR"),
+        ("<answer>108 EUR<tool_call>{}</tool_call></answer>", "108 EUR"),  # cut at the first tag
+        ("<answer>108 EUR<|im_end|>more", "108 EUR"),
+        ("<answer>" + "long " * 8 + "answer</answer>", ("long " * 8 + "answer").strip()),  # past the first peek
+    ],
+)
 def test_answers_lose_their_tags(shop, policy, ending, answer):
     agent, calls = shop
     script(policy, "an order's total", '{"order_id": "A-553"}}', ending)
@@ -347,8 +403,16 @@ def test_answers_lose_their_tags(shop, policy, ending, answer):
 
 def test_invalid_arguments_and_raising_functions_are_observations(shop, policy):
     agent, calls = shop
-    script(policy, "an order's total", '{"id": 5}}', '{"order_id": 7}}', "<think>",  # invalid twice
-           "currency conversion", '{"amount": 1, "from_currency": "USD", "to_currency": "USD"}}', "<think>")
+    script(
+        policy,
+        "an order's total",
+        '{"id": 5}}',
+        '{"order_id": 7}}',
+        "<think>",  # invalid twice
+        "currency conversion",
+        '{"amount": 1, "from_currency": "USD", "to_currency": "USD"}}',
+        "<think>",
+    )
     trajectory = agent.run("Look up order A-553's total, then convert it to EUR")
     (first, error), (second, raised) = trajectory.steps
     assert first.tool.name == "get_order" and first.arguments is None and first.argument_errors
@@ -357,7 +421,7 @@ def test_invalid_arguments_and_raising_functions_are_observations(shop, policy):
     assert calls == [("convert_currency", 1, "USD", "USD")] and trajectory.stop == "no_tools"
     # an unknown argument passes the schema (the card has no additionalProperties) and the function refuses it
     script(policy, "an order's total", '{"order_id": "A-553", "verbose": true}}', "<answer>?</answer>")
-    (step, observation), = agent.run("Look up order A-553").steps
+    ((step, observation),) = agent.run("Look up order A-553").steps
     assert observation.startswith("error: TypeError:") and "verbose" in observation
 
 
@@ -366,8 +430,9 @@ def test_min_probability_ends_the_run_before_an_unsure_call(shop, policy):
 
     agent, calls = shop
     agent.mode = "fast"
-    p = select_tool("Look up order A-553's total", agent.bank, policy, mode="fast", arguments=False,
-                    namespace="shop").probability
+    p = select_tool(
+        "Look up order A-553's total", agent.bank, policy, mode="fast", arguments=False, namespace="shop"
+    ).probability
     assert p < 1
     agent.min_probability = (1 + p) / 2
     script(policy, '{"order_id": "A-553"}}')  # the arguments are written before the check

@@ -50,8 +50,12 @@ def test_multiset_jaccard():
 def test_parse_call():
     assert parse_call('{"name": "f", "arguments": {"x": 1}}') == {"name": "f", "arguments": {"x": 1}}
     assert parse_call('{"name": "f"}') == {"name": "f", "arguments": {}}
-    for bad, words in [('{"name": "f", "arguments": ', "not JSON"), ('["f"]', "JSON object"),
-                       ('{"arguments": {}}', '"name"'), ('{"name": "f", "arguments": [1]}', "arguments")]:
+    for bad, words in [
+        ('{"name": "f", "arguments": ', "not JSON"),
+        ('["f"]', "JSON object"),
+        ('{"arguments": {}}', '"name"'),
+        ('{"name": "f", "arguments": [1]}', "arguments"),
+    ]:
         with pytest.raises(CallError, match=words):
             parse_call(bad)
 
@@ -77,4 +81,4 @@ def test_call_prefix_ends_where_a_trained_token_boundary_is():
     tokenizer = AutoTokenizer.from_pretrained(ASSETS / "tiny-llama")  # a small BPE; SmolLM2 splits the same way
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
-    assert ids[:len(prefix_ids)] == prefix_ids  # the prefix's tokens are the training text's first tokens
+    assert ids[: len(prefix_ids)] == prefix_ids  # the prefix's tokens are the training text's first tokens

@@ -37,7 +37,7 @@ def test_ties_count_as_the_expected_value_over_orders():
     assert hit_at_k(ranking, "a", 1, scores) == pytest.approx(0.5)
     assert hit_at_k(ranking, "a", 2, scores) == 1.0
     assert reciprocal_rank(ranking, "a", 10, scores) == pytest.approx(0.75)
-    assert ndcg_at_k(ranking, "a", 5, scores) == pytest.approx((0.5 + 0.5 / math.log2(3)))
+    assert ndcg_at_k(ranking, "a", 5, scores) == pytest.approx(0.5 + 0.5 / math.log2(3))
     # order within the tie does not matter
     assert selection_metrics(["a", "b", "c"], "a", scores) == selection_metrics(ranking, "a", scores)
 

@@ -73,18 +73,18 @@ def test_lexical_prior_adds_normalised_bm25_to_the_cosine(bank, policy):
     lexical = {h.name: h.score / bm25[0].score for h in bm25}
     logits = np.array([2 * g * (cosine[n] + 0.5 * lexical.get(n, 0.0)) for n in cosine])
     expected = dict(zip(cosine, np.exp(logits) / np.exp(logits).sum()))
-    assert [p for _, p in selection.candidates] == pytest.approx([expected[t.name] for t, _ in selection.candidates],
-                                                                  rel=1e-4)
+    assert [p for _, p in selection.candidates] == pytest.approx(
+        [expected[t.name] for t, _ in selection.candidates], rel=1e-4
+    )
     assert [p for _, p in selection.candidates] == sorted([p for _, p in selection.candidates], reverse=True)
     # rollouts (training and evaluation) score the whole table with the same prior
     table = ToolTable.from_bank(bank)
-    (r,), = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
+    ((r,),) = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
     assert {table.tools[t].name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
 
 
 def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
-    from autotool.prompts import StepRecord, history
-    from autotool.prompts import TokenBudget
+    from autotool.prompts import StepRecord, TokenBudget, history
     from autotool.rollout import StepInput, ToolTable, rollout
 
     policy.head.lexical_later.fill_(0.5)  # l stays 0: a first step selects like dense retrieval
@@ -104,7 +104,7 @@ def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
         assert {t.name: p for t, p in selection.candidates} == pytest.approx(expected, rel=1e-4)
         table = ToolTable.from_bank(bank)
         step = StepInput(query, history(context or [], bank.get), tuple(called))
-        (r,), = rollout(policy, table, [step], sample=False, mode="fast", budget=TokenBudget(call=2))
+        ((r,),) = rollout(policy, table, [step], sample=False, mode="fast", budget=TokenBudget(call=2))
         assert {table.tools[t].name: p for t, p in r.ranking if p > 0} == pytest.approx(expected, rel=1e-4)
     assert len({round(v, 6) for v in lexical.values()}) > 1  # the prior does reorder: the two weights differ
 
@@ -184,8 +184,11 @@ def test_save_load_round_trip(bank, policy, tmp_path):
     text = "<|im_start|>user\nweather<|im_end|>\n<think>x</think><tool_anchor>"
     h1, h2 = policy.hidden_at_end(text), loaded.hidden_at_end(text)
     torch.testing.assert_close(h1, h2)
-    np.testing.assert_allclose(policy.anchors(bank.embedder, ["weather"], ["rain"], h1[None]),
-                               loaded.anchors(bank.embedder, ["weather"], ["rain"], h2[None]), atol=1e-6)
+    np.testing.assert_allclose(
+        policy.anchors(bank.embedder, ["weather"], ["rain"], h1[None]),
+        loaded.anchors(bank.embedder, ["weather"], ["rain"], h2[None]),
+        atol=1e-6,
+    )
     assert loaded.head.uses_hidden and loaded.trained and loaded.head.lexical.item() == pytest.approx(0.2)
 
 

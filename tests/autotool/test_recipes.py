@@ -80,12 +80,18 @@ class FakeOpenAI:
             elif message["role"] == "tool":
                 assert message["tool_call_id"] in called and isinstance(message["content"], str)
         if messages[-1]["role"] == "tool":
-            message = SimpleNamespace(role="assistant", content=f"The tool said: {messages[-1]['content']}",
-                                      tool_calls=None)
+            message = SimpleNamespace(
+                role="assistant", content=f"The tool said: {messages[-1]['content']}", tool_calls=None
+            )
             return SimpleNamespace(choices=[SimpleNamespace(index=0, message=message, finish_reason="stop")])
         function = tools[0]["function"]
-        call = SimpleNamespace(id="call_0", type="function", function=SimpleNamespace(
-            name=function["name"], arguments=json.dumps(example_arguments(function["parameters"]))))
+        call = SimpleNamespace(
+            id="call_0",
+            type="function",
+            function=SimpleNamespace(
+                name=function["name"], arguments=json.dumps(example_arguments(function["parameters"]))
+            ),
+        )
         message = SimpleNamespace(role="assistant", content=None, tool_calls=[call])
         return SimpleNamespace(choices=[SimpleNamespace(index=0, message=message, finish_reason="tool_calls")])
 
@@ -110,10 +116,16 @@ class FakeAnthropic:
             text = SimpleNamespace(type="text", text=f"The tool said: {last[0]['content']}")
             return SimpleNamespace(role="assistant", stop_reason="end_turn", content=[text])
         tool = tools[0]
-        return SimpleNamespace(role="assistant", stop_reason="tool_use", content=[
-            SimpleNamespace(type="text", text="Let me look that up."),
-            SimpleNamespace(type="tool_use", id="toolu_0", name=tool["name"],
-                            input=example_arguments(tool["input_schema"]))])
+        return SimpleNamespace(
+            role="assistant",
+            stop_reason="tool_use",
+            content=[
+                SimpleNamespace(type="text", text="Let me look that up."),
+                SimpleNamespace(
+                    type="tool_use", id="toolu_0", name=tool["name"], input=example_arguments(tool["input_schema"])
+                ),
+            ],
+        )
 
 
 @pytest.fixture
@@ -136,9 +148,16 @@ def recipes(tmp_path, monkeypatch):
 
 def test_the_page_has_the_three_recipes_and_their_usage():
     text = "\n".join(blocks())
-    for name in ("def run_openai", "def run_anthropic", "def make_retrieve_tools", "client.chat.completions.create",
-                 "client.messages.create", "from openai import OpenAI", "import anthropic",
-                 "retrieve_tools_function=make_retrieve_tools(bank)"):
+    for name in (
+        "def run_openai",
+        "def run_anthropic",
+        "def make_retrieve_tools",
+        "client.chat.completions.create",
+        "client.messages.create",
+        "from openai import OpenAI",
+        "import anthropic",
+        "retrieve_tools_function=make_retrieve_tools(bank)",
+    ):
         assert name in text, name
     assert "tests/autotool/test_recipes.py" in RECIPES.read_text()
 
@@ -150,8 +169,9 @@ def test_the_first_block_runs(recipes):
 
 def test_openai_loop(recipes):
     client = FakeOpenAI()
-    answer = recipes.ns["run_openai"](client, "gpt-test", recipes.bank, recipes.functions, QUESTION, k=3,
-                                      policy=recipes.policy)
+    answer = recipes.ns["run_openai"](
+        client, "gpt-test", recipes.bank, recipes.functions, QUESTION, k=3, policy=recipes.policy
+    )
     top = select_tools(QUESTION, k=3, format="openai", bank=recipes.bank, policy=recipes.policy)
     first, second = client.requests
     assert first["tools"] == second["tools"] == top.tools and first["model"] == "gpt-test"
@@ -164,8 +184,9 @@ def test_openai_loop(recipes):
 
 def test_anthropic_loop(recipes):
     client = FakeAnthropic()
-    answer = recipes.ns["run_anthropic"](client, "claude-test", recipes.bank, recipes.functions, QUESTION, k=3,
-                                         policy=recipes.policy)
+    answer = recipes.ns["run_anthropic"](
+        client, "claude-test", recipes.bank, recipes.functions, QUESTION, k=3, policy=recipes.policy
+    )
     top = select_tools(QUESTION, k=3, format="anthropic", bank=recipes.bank, policy=recipes.policy)
     first, second = client.requests
     assert first["tools"] == top.tools and all("input_schema" in t for t in top.tools)
@@ -183,7 +204,11 @@ def test_langgraph_bigtool_retrieval_function(recipes):
     retrieve_tools = recipes.ns["make_retrieve_tools"](recipes.bank, k=2, policy=recipes.policy)
     # langgraph-bigtool makes it a StructuredTool: the model fills `query`; the docstring is its description
     (param,) = inspect.signature(retrieve_tools).parameters.values()
-    assert param.name == "query" and param.annotation is str and inspect.signature(retrieve_tools).return_annotation == list[str]
+    assert (
+        param.name == "query"
+        and param.annotation is str
+        and inspect.signature(retrieve_tools).return_annotation == list[str]
+    )
     assert inspect.getdoc(retrieve_tools)
     ids = retrieve_tools("weather forecast for Paris")
     registry = dict(recipes.functions)  # tool ids -> tools, keyed by the bank's names

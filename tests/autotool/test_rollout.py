@@ -3,9 +3,8 @@ import torch
 from helpers import ASSETS
 
 from autotool import Policy
-from autotool.prompts import call_text
 from autotool.policy import embed
-from autotool.prompts import TokenBudget
+from autotool.prompts import TokenBudget, call_text
 from autotool.rollout import StepInput, ToolTable, logprobs, rollout, teacher_rollout
 
 TINY = ASSETS / "tiny-llama"
@@ -41,8 +40,13 @@ def test_rollouts_have_the_protocols_layout(bank, policy):
 def test_logprobs_match_the_full_models_log_softmax(bank, policy):
     table = ToolTable.from_bank(bank)
     torch.manual_seed(2)
-    rollouts = [r for g in rollout(policy, table, [StepInput("weather in Paris"), StepInput("send a mail")], group=2,
-                                   budget=TokenBudget(5, 6)) for r in g]
+    rollouts = [
+        r
+        for g in rollout(
+            policy, table, [StepInput("weather in Paris"), StepInput("send a mail")], group=2, budget=TokenBudget(5, 6)
+        )
+        for r in g
+    ]
     token_logp, mask, tool_logp = logprobs(policy, table, rollouts)
     for row, r in enumerate(rollouts):
         with torch.no_grad():
@@ -75,8 +79,16 @@ def test_teacher_rollout_scores_the_gold_step(bank, policy):
     table = ToolTable.from_bank(bank)
     step = StepInput("weather in Paris")
     vectors = embed(table.embedder, ["weather in Paris", "current weather for a city"])
-    r = teacher_rollout(policy, table, step, "current weather for a city", "get_weather",
-                        call_text("get_weather", {"city": "Paris"}), vectors[0], vectors[1])
+    r = teacher_rollout(
+        policy,
+        table,
+        step,
+        "current weather for a city",
+        "get_weather",
+        call_text("get_weather", {"city": "Paris"}),
+        vectors[0],
+        vectors[1],
+    )
     assert r.format_ok and r.call == {"name": "get_weather", "arguments": {"city": "Paris"}}
     assert table.tools[r.tool].name == "get_weather"
     token_logp, mask, tool_logp = logprobs(policy, table, [r])
@@ -89,7 +101,7 @@ def test_untrained_fast_rollout_ranks_like_dense_retrieval(bank):
     policy = Policy.create(bank, backbone=TINY)
     table = ToolTable.from_bank(bank)
     for query in ["weather forecast in Paris", "convert my PDF document to text"]:
-        (r,), = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
+        ((r,),) = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
         dense = bank.search(query, k=4, mode="dense")
         score = {h.name: h.score for h in dense}  # compared by score: tied tools may come in either order
         assert [score[table.tools[t].name] for t, _ in r.ranking] == pytest.approx([h.score for h in dense], abs=1e-5)

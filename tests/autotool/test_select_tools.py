@@ -61,8 +61,9 @@ def test_arguments_are_checked_like_select_tool(bank, policy):
 
 
 def test_one_namespace_or_several(bank, policy):
-    bank.add([Tool(f"tool_{i}", f"Weather report number {i} for a city", {}, namespace=f"ns{i % 3}")
-              for i in range(12)])
+    bank.add(
+        [Tool(f"tool_{i}", f"Weather report number {i} for a city", {}, namespace=f"ns{i % 3}") for i in range(12)]
+    )
     query = "weather report for a city"
     one = select_tools(query, k=3, format="plain", bank=bank, policy=policy, namespace="weather")
     assert set(one.names) == {"get_weather", "get_forecast"}
@@ -70,8 +71,7 @@ def test_one_namespace_or_several(bank, policy):
     assert {t["namespace"] for t in several.tools} == {"weather", "ns1"} and len(several) == 6
     # ranked as one search over the union: the same order and probabilities as over the whole bank, renormalised
     everything = select_tools(query, k=20, format="plain", bank=bank, policy=policy)
-    kept = [(n, p) for n, p in zip(everything.names, everything.scores)
-            if bank.get(n).namespace in ("weather", "ns1")]
+    kept = [(n, p) for n, p in zip(everything.names, everything.scores) if bank.get(n).namespace in ("weather", "ns1")]
     assert several.names == [n for n, _ in kept]
     total = sum(p for _, p in kept)
     assert several.scores == pytest.approx([p / total for _, p in kept], rel=1e-4)
@@ -91,11 +91,11 @@ def test_one_namespace_or_several(bank, policy):
 def test_a_search_over_several_namespaces_is_the_whole_banks_filtered(bank, mode):
     from autotool.selection import _search
 
-    bank.add([Tool(f"tool_{i}", f"Weather report number {i} for a city", {}, namespace=f"ns{i % 3}")
-              for i in range(12)])
+    bank.add(
+        [Tool(f"tool_{i}", f"Weather report number {i} for a city", {}, namespace=f"ns{i % 3}") for i in range(12)]
+    )
     query = "weather report for a city"
-    whole = [(h.name, h.score) for h in bank.search(query, k=50, mode=mode)
-             if h.tool.namespace in ("weather", "ns1")]
+    whole = [(h.name, h.score) for h in bank.search(query, k=50, mode=mode) if h.tool.namespace in ("weather", "ns1")]
     for k in (2, 5, 50):
         union = [(h.name, h.score) for h in _search(bank, query, k, mode, ("weather", "ns1", "weather"))]
         assert [s for _, s in union] == pytest.approx([s for _, s in whole[:k]])

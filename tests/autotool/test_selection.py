@@ -15,19 +15,30 @@ from eval.methods import METHODS, EvalContext
 from toolbank import HashEmbedder, Tool, ToolBank
 
 TOP_K = 6
-WORDS = ("weather forecast city rain temperature convert pdf document text email send message calendar meeting "
-         "invoice payment currency exchange stock price flight hotel booking translate language").split()
+WORDS = (
+    "weather forecast city rain temperature convert pdf document text email send message calendar meeting "
+    "invoice payment currency exchange stock price flight hotel booking translate language"
+).split()
 
 
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory):
     rng = random.Random(0)
     bank = ToolBank.create(tmp_path_factory.mktemp("sel") / "bank", HashEmbedder(64))
+
     def unique_word() -> str:  # so that no two tools embed alike (a tie's order is the index's to choose)
         return "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=7))
 
-    bank.add([Tool(f"tool_{i:03d}", " ".join(rng.choices(WORDS, k=8) + [unique_word()]),
-                   {"type": "object", "properties": {"q": {"type": "string"}}}) for i in range(80)])
+    bank.add(
+        [
+            Tool(
+                f"tool_{i:03d}",
+                " ".join(rng.choices(WORDS, k=8) + [unique_word()]),
+                {"type": "object", "properties": {"q": {"type": "string"}}},
+            )
+            for i in range(80)
+        ]
+    )
     yield bank
     bank.close()
 
@@ -46,8 +57,14 @@ def policy(bank):
     return policy
 
 
-QUERIES = ["weather forecast for my city", "convert this pdf document to text", "send an email message",
-           "book a flight and a hotel", "stock price in another currency", "translate my meeting invoice"]
+QUERIES = [
+    "weather forecast for my city",
+    "convert this pdf document to text",
+    "send an email message",
+    "book a flight and a hotel",
+    "stock price in another currency",
+    "translate my meeting invoice",
+]
 
 
 @pytest.mark.parametrize("mode", ["fast", "reason"])
@@ -55,8 +72,11 @@ def test_select_tool_and_the_eval_rank_identically_on_a_bank_larger_than_top_k(b
     assert len(bank) > 2 * TOP_K
     queries = [Query(f"q{i}", text, (f"tool_{i:03d}",), None) for i, text in enumerate(QUERIES)]
     bench = Benchmark("synthetic", Path("."), list(bank), queries)
-    predict = METHODS["policy"](EvalContext(bench, bank, {"policy": policy, "policy_mode": mode, "top_k": TOP_K,
-                                                          "batch_size": 4, "call_tokens": 4}))
+    predict = METHODS["policy"](
+        EvalContext(
+            bench, bank, {"policy": policy, "policy_mode": mode, "top_k": TOP_K, "batch_size": 4, "call_tokens": 4}
+        )
+    )
     steps = [s for q in queries for s in steps_of(q)]
     predict.prepare(steps)
     for step in steps:
@@ -74,8 +94,9 @@ def test_a_tool_table_and_a_bank_give_the_same_candidates(bank, policy):
     torch.manual_seed(1)  # anchors with no exact ties: the index may order tied tools either way
     anchors = torch.nn.functional.normalize(torch.randn(len(steps), bank.dim), dim=-1)
     for top_k in (TOP_K, None):
-        for from_bank, from_table in zip(candidates(policy.head, bank, anchors, steps, top_k),
-                                         candidates(policy.head, table, anchors, steps, top_k)):
+        for from_bank, from_table in zip(
+            candidates(policy.head, bank, anchors, steps, top_k), candidates(policy.head, table, anchors, steps, top_k)
+        ):
             assert [c.tool.name for c in from_bank] == [c.tool.name for c in from_table]
             assert [c.probability for c in from_bank] == pytest.approx([c.probability for c in from_table], abs=1e-5)
     excluded = candidates(policy.head, bank, anchors[-1:], steps[-1:], TOP_K)[0]
@@ -88,7 +109,8 @@ def test_without_top_k_the_distribution_is_the_one_training_differentiates(bank,
     table = ToolTable.from_bank(bank)
     steps = [step_input(bank, s) for s in steps_of(Query("x", QUERIES[1], ("tool_000",), None))]
     anchors = policy.anchors(bank.embedder, [s.query for s in steps], [""])
-    probs = torch.softmax(table_logits(policy.head, table, anchors, steps), dim=-1)[0]
+    with torch.no_grad():
+        probs = torch.softmax(table_logits(policy.head, table, anchors, steps), dim=-1)[0]
     ranked = candidates(policy.head, table, anchors, steps, top_k=None)[0]
     assert len(ranked) == len(table)
     assert [c.probability for c in ranked] == pytest.approx([float(probs[table.index[c.tool.name]]) for c in ranked])

@@ -2,14 +2,21 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
 from helpers import ASSETS, write_bench
 
 from autotool import Policy
+from autotool.benchmarks import (
+    BenchmarkError,
+    benchmark_bank,
+    load_benchmark,
+    load_split,
+    make_split,
+    select_queries,
+    steps_of,
+)
 from eval.__main__ import main
-from autotool.benchmarks import benchmark_bank
 from eval.methods import METHODS, EvalContext
-from autotool.benchmarks import BenchmarkError, load_benchmark, load_split, make_split, select_queries, steps_of
+
 
 @pytest.fixture
 def bench_dir(tmp_path):
@@ -53,7 +60,9 @@ def test_steps_of_multi_tool_query(bench_dir):
     query = next(q for q in load_benchmark(bench_dir).queries if q.id == "multi")
     steps = steps_of(query)
     assert [(s.gold, s.context, s.gold_args) for s in steps] == [
-        ("get_weather", (), {"x": "Oslo"}), ("send_email", ("get_weather",), {"x": "me"})]
+        ("get_weather", (), {"x": "Oslo"}),
+        ("send_email", ("get_weather",), {"x": "me"}),
+    ]
 
 
 def test_select_queries(bench_dir):
@@ -101,8 +110,9 @@ def run_eval(tmp_path, monkeypatch):
 
 def test_cli_writes_results(run_eval, bench_dir, tmp_path):
     out = tmp_path / "out"
-    result = run_eval("--bench", bench_dir, "--methods", "bm25,dense,hybrid", "--split", "all,unseen-test",
-                      "--out", out)
+    result = run_eval(
+        "--bench", bench_dir, "--methods", "bm25,dense,hybrid", "--split", "all,unseen-test", "--out", out
+    )
     assert result.exit_code == 0, result.output
     results = json.loads((out / "results.json").read_text())
     assert [s["split"] for s in results["splits"]] == ["all", "unseen-test"]
@@ -112,7 +122,11 @@ def test_cli_writes_results(run_eval, bench_dir, tmp_path):
         m = everything["methods"][name]
         assert 0 <= m["hit@1"] <= m["hit@5"] <= 1 and m["p50_ms"] <= m["p95_ms"]
     assert everything["methods"]["bm25"]["hit@1"] > 0.5  # the queries repeat their tool's description
-    assert {(p["a"], p["b"]) for p in everything["paired"]} == {("bm25", "dense"), ("bm25", "hybrid"), ("dense", "hybrid")}
+    assert {(p["a"], p["b"]) for p in everything["paired"]} == {
+        ("bm25", "dense"),
+        ("bm25", "hybrid"),
+        ("dense", "hybrid"),
+    }
     assert (out / "results.png").stat().st_size > 5000
     assert "| bm25 |" in (out / "results.md").read_text()
     assert len((out / "steps.csv").read_text().splitlines()) > 62 * 3
@@ -131,8 +145,20 @@ def test_cli_samples_disjoint_from_earlier_runs(run_eval, bench_dir, tmp_path):
     first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
     result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 20, "--out", first)
     assert result.exit_code == 0, result.output
-    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 20,
-                      "--exclude-run", first, "--out", second)
+    result = run_eval(
+        "--bench",
+        bench_dir,
+        "--methods",
+        "bm25",
+        "--split",
+        "all",
+        "--limit",
+        20,
+        "--exclude-run",
+        first,
+        "--out",
+        second,
+    )
     assert result.exit_code == 0, result.output
 
     def queries(out):
@@ -141,8 +167,22 @@ def test_cli_samples_disjoint_from_earlier_runs(run_eval, bench_dir, tmp_path):
     a, b = queries(first), queries(second)
     for out in (first, second):  # as in a fresh clone: steps.csv is not committed, results.json lists the queries
         (out / "steps.csv").unlink()
-    result = run_eval("--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", 30,
-                      "--exclude-run", first, "--exclude-run", second, "--out", third)
+    result = run_eval(
+        "--bench",
+        bench_dir,
+        "--methods",
+        "bm25",
+        "--split",
+        "all",
+        "--limit",
+        30,
+        "--exclude-run",
+        first,
+        "--exclude-run",
+        second,
+        "--out",
+        third,
+    )
     assert result.exit_code == 0, result.output
     c = queries(third)
     assert len(a) == len(b) == 20 and len(c) == 61 - 40  # fewer left than the limit: all the rest
@@ -171,9 +211,26 @@ def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
     bank = benchmark_bank(load_benchmark(bench_dir), "hash:64")  # the bank the CLI evaluates on (cached)
     folder, out = tmp_path / "tiny-policy", tmp_path / "out"
     Policy.create(bank, backbone=ASSETS / "tiny-llama").save(folder)
-    result = run_eval("--bench", bench_dir, "--methods", "dense", "--split", "unseen-test", "--limit", "3",
-                      "--policy", f"tiny={folder}", "--policy", f"tiny-fast={folder}:fast",
-                      "--device", "cpu", "--batch-size", "2", "--out", out)
+    result = run_eval(
+        "--bench",
+        bench_dir,
+        "--methods",
+        "dense",
+        "--split",
+        "unseen-test",
+        "--limit",
+        "3",
+        "--policy",
+        f"tiny={folder}",
+        "--policy",
+        f"tiny-fast={folder}:fast",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "2",
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     methods = json.loads((out / "results.json").read_text())["splits"][0]["methods"]
     assert set(methods) == {"dense", "tiny", "tiny-fast"}

@@ -30,10 +30,14 @@ def test_namegen_ranks_the_listed_tools_by_the_likelihood_of_their_names(tmp_pat
     policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
     tokenizer = policy.tokenizer
     listing = "\n".join(f"- {h.name}: {h.tool.description[:300]}" for h in hits)
-    messages = [{"role": "system", "content": NAMEGEN_SYSTEM},
-                {"role": "user", "content": f"{step.query.text}\n\nTools:\n{listing}"}]
-    head = tokenizer(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-                     + '<tool_call>{"name": "', add_special_tokens=False)["input_ids"]
+    messages = [
+        {"role": "system", "content": NAMEGEN_SYSTEM},
+        {"role": "user", "content": f"{step.query.text}\n\nTools:\n{listing}"},
+    ]
+    head = tokenizer(
+        tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + '<tool_call>{"name": "',
+        add_special_tokens=False,
+    )["input_ids"]
     name = tokenizer(prediction.ranking[-1] + '"', add_special_tokens=False)["input_ids"]
     with torch.inference_mode():
         logits = policy.model(input_ids=torch.tensor([head + name])).logits[0].float()

@@ -54,8 +54,11 @@ def shop(tmp_path_factory):
         calls.append(("get_customer_email", customer_id))
         return EMAILS[customer_id]
 
-    def send_email(to: Annotated[str, "recipient email address"], subject: Annotated[str, "subject line"],
-                   body: Annotated[str, "message text"]) -> str:
+    def send_email(
+        to: Annotated[str, "recipient email address"],
+        subject: Annotated[str, "subject line"],
+        body: Annotated[str, "message text"],
+    ) -> str:
         """Send an email message to a recipient."""
         calls.append(("send_email", to, subject, body))
         return f"sent to {to}"
@@ -65,8 +68,9 @@ def shop(tmp_path_factory):
         calls.append(("get_weather", city))
         return f"sunny, 21 C in {city}"
 
-    def search_flights(origin: Annotated[str, "departure airport code"],
-                       destination: Annotated[str, "arrival airport code"]) -> str:
+    def search_flights(
+        origin: Annotated[str, "departure airport code"], destination: Annotated[str, "arrival airport code"]
+    ) -> str:
         """Search flights between two airports."""
         calls.append(("search_flights", origin, destination))
         return "no flights found"
@@ -93,8 +97,10 @@ def run(agent, calls, query, max_steps):
     trajectory = agent.run(query)
     print(f"\n{query!r}: {time.perf_counter() - started:.0f} s, stop={trajectory.stop}, answer={trajectory.answer!r}")
     for selection, observation in trajectory.steps:
-        print(f"  {selection.tool.name} p={selection.probability:.3f} rationale={selection.rationale!r} "
-              f"arguments={selection.arguments} -> {observation[:90]!r}")
+        print(
+            f"  {selection.tool.name} p={selection.probability:.3f} rationale={selection.rationale!r} "
+            f"arguments={selection.arguments} -> {observation[:90]!r}"
+        )
     check_guarantees(agent, trajectory, calls, max_steps)
     return trajectory
 
@@ -136,8 +142,12 @@ def test_two_step_task_in_the_words_of_the_issue(shop):
 
 def test_three_step_task(shop):
     agent, calls = shop
-    run(agent, calls, "Find the customer of order A-553, look up their email address, and email them that the order "
-                      "shipped", max_steps=4)
+    run(
+        agent,
+        calls,
+        "Find the customer of order A-553, look up their email address, and email them that the order shipped",
+        max_steps=4,
+    )
     # Observed: get_order(A-553), get_customer_email(C-17), then send_email with arguments that are not JSON
     # (an error observation), then a distractor: two of the three steps done.
     assert calls[:2] == [("get_order", "A-553"), ("get_customer_email", "C-17")]

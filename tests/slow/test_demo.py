@@ -11,8 +11,12 @@ ROOT = Path(__file__).parents[2]
 
 @pytest.mark.slow  # embeds the 4,276 bundled tools once (about a minute) and runs the shipped policy
 def test_main_job_shows_choices_and_only_valid_arguments(tmp_path):
-    run = subprocess.run([sys.executable, str(ROOT / "demo.py"), "--bank", str(tmp_path / "bank")],
-                         capture_output=True, text=True, timeout=1800)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "demo.py"), "--bank", str(tmp_path / "bank")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout
     assert "4276 tools ready" in out

@@ -8,10 +8,10 @@ import torch
 
 from autotool import Policy, select_tool
 from autotool.backbone import SPECIAL_TOKENS, default_backbone_folder, load_backbone
-from autotool.prompts import prompt
-from autotool.select import SHIPPED_POLICY
 from autotool.benchmarks import load_benchmark, make_split, select_queries
 from autotool.metrics import hit_at_k
+from autotool.prompts import prompt
+from autotool.select import SHIPPED_POLICY
 from toolbank import DEFAULT_EMBEDDER, ToolBank
 
 pytestmark = pytest.mark.slow
@@ -36,9 +36,12 @@ def test_queries_go_through_onnx_runtime_with_the_same_vectors(metatool_bank):
     from toolbank.embed import OnnxEncoder
 
     bench = load_benchmark("metatool")
-    texts = [q.text for q in bench.queries[:20]] + ["", " ".join(t.description for t in bench.tools[:40])]  # > 256 tokens
+    texts = [q.text for q in bench.queries[:20]] + [
+        "",
+        " ".join(t.description for t in bench.tools[:40]),
+    ]  # > 256 tokens
     embedder = metatool_bank.embedder
-    short = np.concatenate([embedder.encode(texts[i:i + 3]) for i in range(0, len(texts), 3)])  # padded batches
+    short = np.concatenate([embedder.encode(texts[i : i + 3]) for i in range(0, len(texts), 3)])  # padded batches
     assert isinstance(embedder._short, OnnxEncoder)
     reference = embedder.model.encode(texts, normalize_embeddings=True)  # sentence-transformers on PyTorch
     assert short.shape == (22, 384) and np.abs(short - reference).max() < 1e-5
@@ -48,8 +51,10 @@ def test_dense_hit_rate_matches_the_reference_on_a_sample(metatool_bank):
     bench = load_benchmark("metatool")
     queries = select_queries(bench, make_split(bench), "all", limit=300, seed=0, single_tool=True)
     vectors = metatool_bank.embedder.encode([q.text for q in queries])
-    hits = [hit_at_k([h.name for h in metatool_bank.search(q.text, k=1, mode="dense", query_vector=v)],
-                     q.gold_tools[0], 1) for q, v in zip(queries, vectors)]
+    hits = [
+        hit_at_k([h.name for h in metatool_bank.search(q.text, k=1, mode="dense", query_vector=v)], q.gold_tools[0], 1)
+        for q, v in zip(queries, vectors)
+    ]
     assert 0.45 < np.mean(hits) < 0.63  # reference: 0.537 on 3,000 queries
 
 
@@ -84,8 +89,11 @@ def test_select_tool_with_the_real_policy_backbone(metatool_bank, tmp_path):
 def test_shipped_policy_writes_the_same_text_from_the_cached_system_prompt(metatool_bank):
     frozen = Policy.load(SHIPPED_POLICY, metatool_bank)  # as select_tool loads it: adapters folded in once
     training = Policy.load(SHIPPED_POLICY, metatool_bank, trainable=True)  # folds them per call, no cache
-    for query in ["Find me academic papers about graph neural networks", "What's the weather in Oslo tomorrow?",
-                  "Convert 250 US dollars to euros"]:
+    for query in [
+        "Find me academic papers about graph neural networks",
+        "What's the weather in Oslo tomorrow?",
+        "Convert 250 US dollars to euros",
+    ]:
         text = prompt(frozen.tokenizer, query)
         assert frozen.generate(text, 32, "</think>") == training.generate(text, 32, "</think>")
     assert frozen._prefix_cache is not None and frozen.adapters_merged and not training.adapters_merged

@@ -25,9 +25,28 @@ def changed(before, policy):
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory):
     out = tmp_path_factory.mktemp("phase1")
-    config = load(Phase1Config(), None, ["--out", str(out), "--max_examples", "8", "--eval.limit", "0",
-                                         "--sft.batch_size", "8", "--grpo.batch_size", "4", "--grpo.group", "4",
-                                         "--rationale_tokens", "24", "--call_tokens", "24"])
+    config = load(
+        Phase1Config(),
+        None,
+        [
+            "--out",
+            str(out),
+            "--max_examples",
+            "8",
+            "--eval.limit",
+            "0",
+            "--sft.batch_size",
+            "8",
+            "--grpo.batch_size",
+            "4",
+            "--grpo.group",
+            "4",
+            "--rationale_tokens",
+            "24",
+            "--call_tokens",
+            "24",
+        ],
+    )
     trainer = Phase1(config)
     trainer.policy = trainer._initial_policy()
     return trainer
@@ -49,7 +68,7 @@ def test_sft_steps_reduce_the_loss_on_a_fixed_set_and_train_lora_and_head(traine
 
 def test_grpo_steps_log_their_rewards_lower_their_loss_and_train_lora_and_head(trainer):
     from autotool.rollout import logprobs
-    from training.losses import grpo_loss, group_advantages
+    from training.losses import group_advantages, grpo_loss
 
     trainer.start_grpo()  # the reference: the policy as SFT left it
     trainer.optimizer = loop.make_optimizer(trainer.policy, 1e-4, 1e-3, 0.01)
@@ -85,10 +104,22 @@ def test_grpo_steps_log_their_rewards_lower_their_loss_and_train_lora_and_head(t
         with torch.no_grad():
             ref_token, _, ref_tool = logprobs(trainer.reference, table, flat)
             token, _, tool = logprobs(trainer.policy, table, flat)
-        at_start = grpo_loss(old_token, mask, old_tool, advantages, old_token, old_tool, ref_token, ref_tool,
-                             c.epsilon, c.beta, c.tool_weight)["loss"].item()
-        after = grpo_loss(token, mask, tool, advantages, old_token, old_tool, ref_token, ref_tool,
-                          c.epsilon, c.beta, c.tool_weight)["loss"].item()
+        at_start = grpo_loss(
+            old_token,
+            mask,
+            old_tool,
+            advantages,
+            old_token,
+            old_tool,
+            ref_token,
+            ref_tool,
+            c.epsilon,
+            c.beta,
+            c.tool_weight,
+        )["loss"].item()
+        after = grpo_loss(
+            token, mask, tool, advantages, old_token, old_tool, ref_token, ref_tool, c.epsilon, c.beta, c.tool_weight
+        )["loss"].item()
         assert metrics["loss"] == pytest.approx(at_start, abs=1e-4)
         assert after < at_start, (at_start, after)
         learned += 1
@@ -99,9 +130,28 @@ def test_grpo_steps_log_their_rewards_lower_their_loss_and_train_lora_and_head(t
 def test_phase2_steps_train_the_selection(trainer, tmp_path):
     start = tmp_path / "start"
     trainer.policy.save(start)
-    config = load(Phase2Config(), None, ["--out", str(tmp_path / "p2"), "--init", str(start), "--max_examples", "8",
-                                         "--eval.limit", "0", "--rank.batch_size", "2", "--rank.candidates", "6",
-                                         "--rationale_tokens", "24", "--call_tokens", "24"])
+    config = load(
+        Phase2Config(),
+        None,
+        [
+            "--out",
+            str(tmp_path / "p2"),
+            "--init",
+            str(start),
+            "--max_examples",
+            "8",
+            "--eval.limit",
+            "0",
+            "--rank.batch_size",
+            "2",
+            "--rank.candidates",
+            "6",
+            "--rationale_tokens",
+            "24",
+            "--call_tokens",
+            "24",
+        ],
+    )
     phase2 = Phase2(config)
     phase2.policy = phase2._initial_policy()
     phase2.start()

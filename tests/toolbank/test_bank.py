@@ -74,13 +74,20 @@ def test_duplicate_without_replace_leaves_bank_unchanged(bank):
 
 def test_replace_only_in_a_namespace(bank):
     bank.add([Tool("station_temp", "Temperature at a station", namespace="station")])
-    report = bank.add([Tool("station_temp", "Temperature at a weather station", namespace="station"),
-                       Tool("station_wind", "Wind at a station", namespace="station")], replace_only_in="station")
+    report = bank.add(
+        [
+            Tool("station_temp", "Temperature at a weather station", namespace="station"),
+            Tool("station_wind", "Wind at a station", namespace="station"),
+        ],
+        replace_only_in="station",
+    )
     assert report.replaced == ["station_temp"] and report.added == ["station_wind"]
     generation, before = bank.store.generation, list(bank)
     with pytest.raises(BankError, match="'get_weather' is already in the bank outside namespace 'station'"):
-        bank.add([Tool("station_rain", "Rain", namespace="station"), Tool("get_weather", "mine", namespace="station")],
-                 replace_only_in="station")
+        bank.add(
+            [Tool("station_rain", "Rain", namespace="station"), Tool("get_weather", "mine", namespace="station")],
+            replace_only_in="station",
+        )
     assert list(bank) == before and bank.store.generation == generation and "station_rain" not in bank
 
 
@@ -100,12 +107,18 @@ def test_remove(bank):
 
 def test_round_trip_returns_same_results(bank, embedder):
     queries = ["weather tomorrow", "email my boss", "read a pdf"]
-    before = [[(h.name, round(h.score, 5)) for h in bank.search(q, k=4, mode=m)] for q in queries
-              for m in ("dense", "bm25", "hybrid")]
+    before = [
+        [(h.name, round(h.score, 5)) for h in bank.search(q, k=4, mode=m)]
+        for q in queries
+        for m in ("dense", "bm25", "hybrid")
+    ]
     bank.close()
     again = ToolBank.load(bank.path, embedder)
-    after = [[(h.name, round(h.score, 5)) for h in again.search(q, k=4, mode=m)] for q in queries
-             for m in ("dense", "bm25", "hybrid")]
+    after = [
+        [(h.name, round(h.score, 5)) for h in again.search(q, k=4, mode=m)]
+        for q in queries
+        for m in ("dense", "bm25", "hybrid")
+    ]
     assert after == before
 
 
@@ -177,7 +190,10 @@ def test_hnsw_index_agrees_with_flat(tmp_path, embedder):
     flat.add(tools)
     hnsw = ToolBank.create(tmp_path / "hnsw", embedder, index="hnsw")
     hnsw.add(tools)
-    assert "HNSW" in hnsw.index_factory and "HNSW" in json.loads((hnsw.path / "manifest.json").read_text())["index_factory"]
+    assert (
+        "HNSW" in hnsw.index_factory
+        and "HNSW" in json.loads((hnsw.path / "manifest.json").read_text())["index_factory"]
+    )
     for query in ["weather in a city", "send an email report", "stock price chart"]:
         a = [h.score for h in flat.search(query, k=10, mode="dense")]
         b = [h.score for h in hnsw.search(query, k=10, mode="dense")]

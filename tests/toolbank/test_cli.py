@@ -12,9 +12,14 @@ from helpers import index_ids, store_ids
 from toolbank import ToolBank
 from toolbank.cli import main
 
-GOOD = [{"name": "get_weather", "description": "Current weather for a city",
-         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
-        {"name": "pdf_to_text", "description": "Convert a PDF document to plain text"}]
+GOOD = [
+    {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+    {"name": "pdf_to_text", "description": "Convert a PDF document to plain text"},
+]
 
 
 @pytest.fixture
@@ -62,22 +67,29 @@ def test_import_formats_and_namespace(cli, write_json):
 def test_bank_option_and_env(tmp_path, write_json, monkeypatch):
     runner = CliRunner()
     path = tmp_path / "explicit"
-    assert runner.invoke(main, ["--bank", str(path), "add", "--embedder", "hash:32",
-                                str(write_json("t.json", GOOD))]).exit_code == 0
+    assert (
+        runner.invoke(
+            main, ["--bank", str(path), "add", "--embedder", "hash:32", str(write_json("t.json", GOOD))]
+        ).exit_code
+        == 0
+    )
     monkeypatch.setenv("AUTOTOOL_BANK", str(path))
     assert json.loads(runner.invoke(main, ["stats", "--json"]).output)["dim"] == 32
 
 
-@pytest.mark.parametrize("content, words", [
-    (b'{"name": "a", ', "invalid JSON"),
-    (b"", "is empty"),
-    (b"\x00\x01\x02binary", "binary"),
-    ('[{"name": "caf\u00e9"}]'.encode("latin-1"), "not UTF-8"),
-    (json.dumps([GOOD[1], {"name": "bad name!"}]).encode(), "field 'name'"),
-    (json.dumps([GOOD[1], {"description": "nameless"}]).encode(), "tool '#2': field 'name'"),
-    (json.dumps([GOOD[1], {"name": "x", "parameters": {"type": "nope"}}]).encode(), "tool 'x': field 'parameters'"),
-    (json.dumps([GOOD[1], {"name": "big", "description": "x" * 1_000_000}]).encode(), "field 'description'"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b'{"name": "a", ', "invalid JSON"),
+        (b"", "is empty"),
+        (b"\x00\x01\x02binary", "binary"),
+        ('[{"name": "caf\u00e9"}]'.encode("latin-1"), "not UTF-8"),
+        (json.dumps([GOOD[1], {"name": "bad name!"}]).encode(), "field 'name'"),
+        (json.dumps([GOOD[1], {"description": "nameless"}]).encode(), "tool '#2': field 'name'"),
+        (json.dumps([GOOD[1], {"name": "x", "parameters": {"type": "nope"}}]).encode(), "tool 'x': field 'parameters'"),
+        (json.dumps([GOOD[1], {"name": "big", "description": "x" * 1_000_000}]).encode(), "field 'description'"),
+    ],
+)
 def test_bad_input_names_file_and_changes_nothing(cli, write_json, tmp_path, content, words):
     cli("add", write_json("ok.json", [GOOD[0]]))
     before = bank_state(tmp_path)
@@ -138,17 +150,33 @@ def test_help_lists_commands_without_loading_torch():
 
 def _tools_file(tmp_path, prefix, n):
     path = tmp_path / f"{prefix}.jsonl"
-    path.write_text("".join(json.dumps({"name": f"{prefix}_{i}", "description": f"{prefix} tool number {i} does "
-                                        f"task {i % 17}"}) + "\n" for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps({"name": f"{prefix}_{i}", "description": f"{prefix} tool number {i} does task {i % 17}"}) + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
 def test_two_processes_adding_at_once_lose_nothing(tmp_path):
     bank_path = tmp_path / "bank"
     ToolBank.create(bank_path, "hash:64").close()
-    procs = [subprocess.Popen([sys.executable, "-m", "toolbank", "--bank", str(bank_path), "add",
-                               str(_tools_file(tmp_path, prefix, 200))], stderr=subprocess.PIPE)
-             for prefix in ("alpha", "beta")]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "toolbank",
+                "--bank",
+                str(bank_path),
+                "add",
+                str(_tools_file(tmp_path, prefix, 200)),
+            ],
+            stderr=subprocess.PIPE,
+        )
+        for prefix in ("alpha", "beta")
+    ]
     for proc in procs:
         assert proc.wait(timeout=120) == 0, proc.stderr.read()
     bank = ToolBank.load(bank_path)
@@ -184,10 +212,12 @@ def test_a_process_killed_mid_add_leaves_a_consistent_bank(tmp_path, delay):
 
 
 # -- one way to say things (issue #24) -------------------------------------------------------------
-NAMESPACED = [{"name": "get_weather", "description": "Current weather for a city", "namespace": "weather"},
-              {"name": "read_file", "description": "Read a file", "namespace": "fs"},
-              {"name": "send_email", "description": "Send an email", "namespace": "mail"},
-              {"name": "ping", "description": "Check that the host answers"}]
+NAMESPACED = [
+    {"name": "get_weather", "description": "Current weather for a city", "namespace": "weather"},
+    {"name": "read_file", "description": "Read a file", "namespace": "fs"},
+    {"name": "send_email", "description": "Send an email", "namespace": "mail"},
+    {"name": "ping", "description": "Check that the host answers"},
+]
 
 
 def test_bank_goes_after_the_subcommand_too(cli, write_json, tmp_path):
@@ -197,10 +227,15 @@ def test_bank_goes_after_the_subcommand_too(cli, write_json, tmp_path):
     tools = write_json("tools.json", GOOD)
     assert cli("init", "--bank", other, "--embedder", "hash:32").exit_code == 0
     assert cli("add", tools, "--bank", other).exit_code == 0
-    openai = write_json("openai.json", [{"type": "function", "function": {"name": "search_web", "description": "Search the web"}}])
+    openai = write_json(
+        "openai.json", [{"type": "function", "function": {"name": "search_web", "description": "Search the web"}}]
+    )
     assert cli("import", openai, "--bank", other).exit_code == 0
     assert [t["name"] for t in json.loads(cli("list", "--bank", other, "--json").output)] == [
-        "get_weather", "pdf_to_text", "search_web"]
+        "get_weather",
+        "pdf_to_text",
+        "search_web",
+    ]
     assert json.loads(cli("list", "--json").output) == []  # the default bank was not touched
     assert "search_web" in cli("show", "search_web", "--bank", other).output
     assert "pdf_to_text" in cli("search", "pdf", "--mode", "bm25", "--bank", other).output
@@ -215,9 +250,11 @@ def test_bank_goes_after_the_subcommand_too(cli, write_json, tmp_path):
 
 
 def test_import_detects_the_format_as_add_does(cli, write_json):
-    mixed = [{"type": "function", "function": {"name": "a_openai", "description": "x", "parameters": {"type": "object"}}},
-             {"name": "b_anthropic", "description": "y", "input_schema": {"type": "object"}},
-             {"name": "c_mcp", "description": "z", "inputSchema": {"type": "object"}}]
+    mixed = [
+        {"type": "function", "function": {"name": "a_openai", "description": "x", "parameters": {"type": "object"}}},
+        {"name": "b_anthropic", "description": "y", "input_schema": {"type": "object"}},
+        {"name": "c_mcp", "description": "z", "inputSchema": {"type": "object"}},
+    ]
     result = cli("import", write_json("mixed.json", mixed))
     assert result.exit_code == 0, result.output
     assert [t["name"] for t in json.loads(cli("list", "--json").output)] == ["a_openai", "b_anthropic", "c_mcp"]

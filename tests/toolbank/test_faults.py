@@ -59,8 +59,12 @@ FIRST_ADD_KILLS = [
 
 def _tools_file(tmp_path, n=120, name="tools.jsonl"):
     path = tmp_path / name
-    path.write_text("".join(json.dumps({"name": f"tool_{i}", "description": f"Tool number {i} does task {i % 17}"})
-                            + "\n" for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps({"name": f"tool_{i}", "description": f"Tool number {i} does task {i % 17}"}) + "\n"
+            for i in range(n)
+        )
+    )
     return path
 
 
@@ -68,8 +72,13 @@ def _killed(tmp_path, spec, nth, *argv, raise_instead=False):
     """Run `toolbank ARGV` and kill it at the `nth` call of `spec`; the exit status (-9 when it was killed), or
     with `raise_instead` the finished process."""
     env = os.environ | {"HF_HUB_OFFLINE": "1"} | ({"CRASH_RAISE": "1"} if raise_instead else {})
-    proc = subprocess.run([sys.executable, "-c", CRASHER, spec, str(nth), *map(str, argv)], capture_output=True,
-                          text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHER, spec, str(nth), *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     return proc if raise_instead else proc.returncode
 
 
@@ -83,8 +92,11 @@ def _run(*argv):
 
 def _check_recovers(tmp_path, bank_path, tools_file, n):
     """`add` then `list` work; the bank holds the `n` tools; no temporary is left over."""
-    result = _run("--bank", bank_path, "add", "--embedder", "hash:32", tools_file) if not (
-        bank_path / "manifest.json").exists() else _run("--bank", bank_path, "add", tools_file)
+    result = (
+        _run("--bank", bank_path, "add", "--embedder", "hash:32", tools_file)
+        if not (bank_path / "manifest.json").exists()
+        else _run("--bank", bank_path, "add", tools_file)
+    )
     assert result.exit_code == 0, result.output
     result = _run("--bank", bank_path, "list", "--json")
     assert result.exit_code == 0, result.output
@@ -116,9 +128,21 @@ def test_first_add_killed_after_a_delay(tmp_path, delay):
     bank_path, tools_file = tmp_path / "bank", _tools_file(tmp_path, 3000)
     ready = "import sys; print('ready', flush=True); from toolbank.cli import main; main(sys.argv[1:])"
     # toolbank's imports first (numpy, faiss), so that the delay lands in the add itself.
-    proc = subprocess.Popen([sys.executable, "-c", "import toolbank.bank, toolbank.cli; " + ready, "--bank",
-                             str(bank_path), "add", "--embedder", "hash:32", str(tools_file)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import toolbank.bank, toolbank.cli; " + ready,
+            "--bank",
+            str(bank_path),
+            "add",
+            "--embedder",
+            "hash:32",
+            str(tools_file),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdout.readline().strip() == b"ready"
     time.sleep(delay)
     os.kill(proc.pid, signal.SIGKILL)
@@ -211,8 +235,18 @@ def test_failed_first_add_leaves_nothing(tmp_path, existed):
     if existed:
         bank_path.mkdir()
     # The disk fills up while the tools are written.
-    proc = _killed(tmp_path, "toolbank.store:Store.upsert", 7, "--bank", bank_path, "add", "--embedder", "hash:32",
-                   tools_file, raise_instead=True)
+    proc = _killed(
+        tmp_path,
+        "toolbank.store:Store.upsert",
+        7,
+        "--bank",
+        bank_path,
+        "add",
+        "--embedder",
+        "hash:32",
+        tools_file,
+        raise_instead=True,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "SQLite failed: database or disk is full" in proc.stderr
     assert bank_path.exists() == existed and not (existed and any(bank_path.iterdir()))
@@ -237,7 +271,7 @@ def test_index_with_a_damaged_body_is_rebuilt_with_a_warning(tmp_path, caplog):
     size = len(data)
     rng = random.Random(7)
     start = size // 4  # past the header; the vectors (300 x 64 floats), not the id map at the end
-    data[start:start + size // 3] = bytes(rng.getrandbits(8) for _ in range(size // 3))
+    data[start : start + size // 3] = bytes(rng.getrandbits(8) for _ in range(size // 3))
     path.write_bytes(bytes(data))
     assert faiss_reads(path)  # the damage is in the body: FAISS itself reads it without complaint
 
@@ -257,6 +291,7 @@ def test_index_with_a_damaged_body_is_rebuilt_with_a_warning(tmp_path, caplog):
     assert index_ids(again) == store_ids(again)
     meta = json.loads((bank.path / "index.json").read_text())
     import hashlib
+
     assert meta["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()  # written back, sound
 
 
@@ -268,9 +303,20 @@ def faiss_reads(path) -> bool:
 
 # -- 4. a database with damaged pages -----------------------------------------------------------------------
 CORRUPT_COMMANDS = [
-    ["list"], ["list", "--json"], ["show", "tool_5"], ["search", "task 3", "--mode", "bm25"],
-    ["search", "task 3", "--mode", "dense"], ["search", "task 3"], ["export"], ["export", "--format", "openai"],
-    ["stats"], ["stats", "--json"], ["remove", "tool_1"], ["reindex"], ["add", "NEW"], ["add", "--replace", "NEW"],
+    ["list"],
+    ["list", "--json"],
+    ["show", "tool_5"],
+    ["search", "task 3", "--mode", "bm25"],
+    ["search", "task 3", "--mode", "dense"],
+    ["search", "task 3"],
+    ["export"],
+    ["export", "--format", "openai"],
+    ["stats"],
+    ["stats", "--json"],
+    ["remove", "tool_1"],
+    ["reindex"],
+    ["add", "NEW"],
+    ["add", "--replace", "NEW"],
     ["serve"],
 ]
 
@@ -286,7 +332,7 @@ def corrupt_bank(tmp_path):
     assert len(data) > 3 * 65536
     rng = random.Random(0)
     middle = len(data) // 2
-    data[middle:middle + 65536] = bytes(rng.getrandbits(8) for _ in range(65536))
+    data[middle : middle + 65536] = bytes(rng.getrandbits(8) for _ in range(65536))
     db.write_bytes(bytes(data))
     return bank.path
 
@@ -307,8 +353,12 @@ def test_damaged_database_is_one_clear_error_for_every_command(corrupt_bank, tmp
 
 def test_damaged_database_in_a_real_process_and_the_library(corrupt_bank):
     for command in (["list"], ["stats"], ["search", "task 3", "--mode", "bm25"]):
-        proc = subprocess.run([sys.executable, "-m", "toolbank", "--bank", str(corrupt_bank), *command],
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "toolbank", "--bank", str(corrupt_bank), *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 1 and "Traceback" not in proc.stderr
         assert "bank.sqlite is damaged" in proc.stderr
     with pytest.raises(BankError, match="integrity check"):

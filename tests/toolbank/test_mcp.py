@@ -74,18 +74,26 @@ def test_reimport_updates_and_sync_removes_dropped_tools(cli):
 def test_sync_leaves_other_namespaces_alone(cli, write_json):
     file = write_json("mine.json", [{"name": "forecast_mine", "description": "My own forecast", "parameters": {}}])
     assert cli("add", file).exit_code == 0
-    assert cli("import", "--from-mcp", server_command("--drop", "forecast", "--drop", "air_quality"), "--sync").exit_code == 0
+    assert (
+        cli("import", "--from-mcp", server_command("--drop", "forecast", "--drop", "air_quality"), "--sync").exit_code
+        == 0
+    )
     assert set(cli.tools()) == {"current_weather", "forecast_mine"}
 
 
-@pytest.mark.parametrize("flags, timeout, message", [
-    (["--crash"], 30, "cannot reach the forecast service"),  # the server's stderr is shown
-    (["--hang"], 2, "no complete tools/list within 2 s"),
-    (["--bad-schema"], 30, "tool 'broken'"),
-])
+@pytest.mark.parametrize(
+    "flags, timeout, message",
+    [
+        (["--crash"], 30, "cannot reach the forecast service"),  # the server's stderr is shown
+        (["--hang"], 2, "no complete tools/list within 2 s"),
+        (["--bad-schema"], 30, "tool 'broken'"),
+    ],
+)
 def test_failing_server_leaves_the_bank_unchanged(cli, write_json, flags, timeout, message):
     tool = {"name": "forecast", "description": "From an earlier import", "inputSchema": {"type": "object"}}
-    assert cli("import", "--format", "mcp", "--namespace", "weather-station", write_json("t.json", [tool])).exit_code == 0
+    assert (
+        cli("import", "--format", "mcp", "--namespace", "weather-station", write_json("t.json", [tool])).exit_code == 0
+    )
     before = cli.tools()
     result = cli("import", "--from-mcp", server_command(*flags), "--sync", "--timeout", timeout)
     assert result.exit_code == 1
@@ -99,7 +107,10 @@ def test_import_errors_name_the_problem(cli, write_json):
     result = cli("import", "--from-mcp", server_command(), "--sync", write_json("t.json", []))
     assert result.exit_code == 2 and "either FILES" in result.output
     # A name another namespace holds is not taken over silently.
-    assert cli("add", "--namespace", "mine", write_json("f.json", [{"name": "forecast", "description": "mine"}])).exit_code == 0
+    assert (
+        cli("add", "--namespace", "mine", write_json("f.json", [{"name": "forecast", "description": "mine"}])).exit_code
+        == 0
+    )
     result = cli("import", "--from-mcp", server_command())
     assert result.exit_code == 1 and "outside namespace 'weather-station'" in result.output
     assert set(cli.tools()) == {"forecast"}
@@ -131,8 +142,11 @@ async def _result(client: Client, name: str, arguments: dict) -> dict:
 
 async def _check_session(client: Client, bank: ToolBank, writable: bool, selects: bool = False) -> None:
     listed = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(listed) == ({"search_tools", "list_namespaces"} | ({"select_tool"} if selects else set())
-                           | ({"add_tool"} if writable else set()))
+    assert set(listed) == (
+        {"search_tools", "list_namespaces"}
+        | ({"select_tool"} if selects else set())
+        | ({"add_tool"} if writable else set())
+    )
     assert "query" in listed["search_tools"].input_schema["properties"]
 
     for mode in ("hybrid", "dense", "bm25"):
@@ -146,15 +160,22 @@ async def _check_session(client: Client, bank: ToolBank, writable: bool, selects
 
     assert await _result(client, "list_namespaces", {}) == {
         "namespaces": [{"name": "files", "tools": 1}, {"name": "mail", "tools": 1}, {"name": "weather", "tools": 2}],
-        "tools": 4}
+        "tools": 4,
+    }
 
     # Bad calls come back as tool errors with the reason; the server keeps serving.
-    for arguments, reason in [({"query": "  "}, "the query is empty"), ({"query": "x", "mode": "fuzzy"}, "unknown mode"),
-                              ({"query": "x", "k": 0}, "k must be at least 1")]:
+    for arguments, reason in [
+        ({"query": "  "}, "the query is empty"),
+        ({"query": "x", "mode": "fuzzy"}, "unknown mode"),
+        ({"query": "x", "k": 0}, "k must be at least 1"),
+    ]:
         result = await client.call_tool("search_tools", arguments)
         assert result.is_error and reason in result.content[0].text
-    new_tool = {"name": "translate_text", "description": "Translate text into another language",
-                "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}
+    new_tool = {
+        "name": "translate_text",
+        "description": "Translate text into another language",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}},
+    }
     result = await client.call_tool("add_tool", {"tool": new_tool})
     if not writable:
         assert result.is_error and "add_tool" in result.content[0].text
@@ -199,8 +220,12 @@ def _free_port() -> int:
 def http_server(served_bank):
     """Our server over streamable HTTP on a free loopback port; yields its URL."""
     port = _free_port()
-    process = subprocess.Popen(serve_argv(served_bank, "--transport", "http", "--port", str(port)),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        serve_argv(served_bank, "--transport", "http", "--port", str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
         try:
@@ -233,8 +258,11 @@ def test_select_tool_over_stdio(served_bank, tmp_path):
     async def session():
         argv = autotool_serve_argv(served_bank, "--policy", str(tmp_path / "policy"))
         async with Client(_stdio(argv), read_timeout_seconds=120) as client:
-            answer = await _result(client, "select_tool", {"query": "what is the weather in Oslo", "k": 3,
-                                                           "mode": "fast", "arguments": False})
+            answer = await _result(
+                client,
+                "select_tool",
+                {"query": "what is the weather in Oslo", "k": 3, "mode": "fast", "arguments": False},
+            )
             expected = served_bank.search("what is the weather in Oslo", k=3, mode="dense")
             # An untrained policy is dense retrieval on the query.
             assert [c["name"] for c in answer["candidates"]] == [h.tool.name for h in expected]
@@ -258,8 +286,12 @@ def test_load_eight_clients_over_http(tmp_path):
     queries = [f"handle task {i} in area {i % 13}" for i in range(50)]
     expected = {q: [h.tool.name for h in bank.search(q, k=5)] for q in queries}
     port = _free_port()
-    process = subprocess.Popen(serve_argv(bank, "--transport", "http", "--port", str(port)),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        serve_argv(bank, "--transport", "http", "--port", str(port)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wrong, errors = [], []
 
     async def client(seed: int) -> None:

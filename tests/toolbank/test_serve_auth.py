@@ -34,8 +34,10 @@ def served_bank(tmp_path):
     bank.close()
 
 
-CLIS = {"toolbank": lambda bank, *flags: (toolbank_main, ["--bank", str(bank.path), "serve", *flags]),
-        "autotool": lambda bank, *flags: (autotool_main, ["serve", "--bank", str(bank.path), *flags])}
+CLIS = {
+    "toolbank": lambda bank, *flags: (toolbank_main, ["--bank", str(bank.path), "serve", *flags]),
+    "autotool": lambda bank, *flags: (autotool_main, ["serve", "--bank", str(bank.path), *flags]),
+}
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -54,8 +56,11 @@ def test_bad_token_files_are_refused(served_bank, tmp_path, monkeypatch, cli):
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     (tmp_path / "empty").write_text("\n")
     (tmp_path / "short").write_text("abc\n")
-    for file, words in [(tmp_path / "empty", "is empty"), (tmp_path / "short", "at least 16 characters"),
-                        (tmp_path / "missing", "cannot read the token file")]:
+    for file, words in [
+        (tmp_path / "empty", "is empty"),
+        (tmp_path / "short", "at least 16 characters"),
+        (tmp_path / "missing", "cannot read the token file"),
+    ]:
         main, argv = CLIS[cli](served_bank, "--transport", "http", "--host", "0.0.0.0", "--token-file", str(file))
         result = CliRunner().invoke(main, argv)
         assert result.exit_code == 1 and words in result.output, result.output
@@ -66,8 +71,9 @@ def test_bad_token_files_are_refused(served_bank, tmp_path, monkeypatch, cli):
 
 @pytest.mark.parametrize("cli", CLIS)
 @pytest.mark.parametrize("source", ["env", "file"])
-def test_beyond_loopback_with_a_token_warns_and_serves_behind_the_token(served_bank, tmp_path, monkeypatch, cli,
-                                                                         source):
+def test_beyond_loopback_with_a_token_warns_and_serves_behind_the_token(
+    served_bank, tmp_path, monkeypatch, cli, source
+):
     """Up to the bind (which is stubbed: tests do not listen on 0.0.0.0)."""
     import uvicorn
 
@@ -111,14 +117,27 @@ async def _asgi(app, headers: list[tuple[bytes, bytes]]) -> tuple[int, dict, byt
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
-             "headers": [(b"host", b"10.0.0.5:8000"), (b"content-type", b"application/json")] + headers,
-             "client": ("10.0.0.9", 5555), "server": ("10.0.0.5", 8000)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"10.0.0.5:8000"), (b"content-type", b"application/json")] + headers,
+        "client": ("10.0.0.9", 5555),
+        "server": ("10.0.0.5", 8000),
+    }
     await app(scope, receive, send)
     start = next(m for m in sent if m["type"] == "http.response.start")
-    return start["status"], dict(start["headers"]), b"".join(m.get("body", b"") for m in sent
-                                                             if m["type"] == "http.response.body")
+    return (
+        start["status"],
+        dict(start["headers"]),
+        b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"),
+    )
 
 
 def test_bearer_middleware_in_process(served_bank):
@@ -157,9 +176,25 @@ def token_server(served_bank):
     is required on loopback too: the same checks a server beyond loopback makes); yields (url, process)."""
     port = _free_port()
     env = os.environ | {TOKEN_ENV: TOKEN}
-    process = subprocess.Popen([sys.executable, "-m", "toolbank", "--bank", str(served_bank.path), "serve",
-                                "--transport", "http", "--port", str(port), "--allow-write"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolbank",
+            "--bank",
+            str(served_bank.path),
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--allow-write",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
         try:
@@ -176,10 +211,20 @@ def token_server(served_bank):
 
 
 def _post(url: str, headers: dict) -> int:
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": "add_tool", "arguments": {"tool": {"name": "evil", "description": "x"}}}})
-    request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
-        "content-type": "application/json", "accept": "application/json, text/event-stream", **headers})
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "add_tool", "arguments": {"tool": {"name": "evil", "description": "x"}}},
+        }
+    )
+    request = urllib.request.Request(
+        url,
+        data=body.encode(),
+        method="POST",
+        headers={"content-type": "application/json", "accept": "application/json, text/event-stream", **headers},
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status
@@ -204,7 +249,7 @@ def test_http_server_requires_the_token_and_logs_writes(token_server, served_ban
             assert clash.is_error
 
     anyio.run(session, TOKEN)
-    with pytest.raises(Exception):  # noqa: B017: the client fails on the 401, whatever it raises
+    with pytest.raises(Exception):  # noqa: B017 -- the client fails on the 401, whatever it raises
         anyio.run(session, "wrong-token-wrong-token")
     process.terminate()
     stderr = process.communicate(timeout=10)[1]

@@ -30,16 +30,23 @@ def _bm25s_scores(texts, queries):
     for query in queries:
         tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
         tokens = [t for t in tokens if t in retriever.vocab_dict]
-        out.append(np.asarray(retriever.get_scores(tokens), dtype=np.float32) if tokens
-                   else np.zeros(len(texts), np.float32))
+        out.append(
+            np.asarray(retriever.get_scores(tokens), dtype=np.float32) if tokens else np.zeros(len(texts), np.float32)
+        )
     return out
 
 
 def test_bm25_scores_are_those_of_bm25s_and_survive_saving(tmp_path):
     texts = [t.text for t in load_file(DATA / "metatool" / "tools.jsonl")[0]]
     queries = [json.loads(line)["query"] for line in open(DATA / "metatool" / "queries.jsonl")]
-    queries = random.Random(0).sample(queries, 300) + ["", "the and of a", "weather weather WEATHER", "ÀÉ 中文 café",
-                                                        "x", "pdf-to-text_converter 2024"]
+    queries = random.Random(0).sample(queries, 300) + [
+        "",
+        "the and of a",
+        "weather weather WEATHER",
+        "ÀÉ 中文 café",
+        "x",
+        "pdf-to-text_converter 2024",
+    ]
     index = BM25Index(list(range(10, 10 + len(texts))), texts)
     index.save(tmp_path / "bm25.npz", generation=7)
     loaded = BM25Index.load(tmp_path / "bm25.npz", 7, len(texts))
@@ -73,14 +80,17 @@ def test_bank_saves_its_bm25_index_and_rebuilds_a_stale_or_damaged_one(tmp_path,
     (tmp_path / "bank" / "bm25.npz").write_bytes(b"not a zip")
     fourth = ToolBank.load(tmp_path / "bank", HashEmbedder(64))
     assert [h.name for h in fourth.search("weather city", mode="bm25")] == [
-        h.name for h in third.search("weather city", mode="bm25")]
+        h.name for h in third.search("weather city", mode="bm25")
+    ]
     assert BM25Index.load(tmp_path / "bank" / "bm25.npz", fourth.store.generation, len(fourth)) is not None
 
 
 def _modules_after(argv: list[str], env=None) -> list[str]:
-    code = ("import sys; from toolbank.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            f"print('MODULES', sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))")
+    code = (
+        "import sys; from toolbank.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        f"print('MODULES', sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r}))"
+    )
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.rsplit("MODULES", 1)[1].strip().replace("'", '"'))
@@ -107,16 +117,26 @@ def _tiny_sentence_transformer(folder: Path) -> Path:
     raw.mkdir()
     words = "weather forecast city convert pdf text send email message paris rain document".split()
     letters = list("abcdefghijklmnopqrstuvwxyz")
-    (raw / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words + letters
-                                             + ["##" + c for c in letters]) + "\n")
+    (raw / "vocab.txt").write_text(
+        "\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words + letters + ["##" + c for c in letters]) + "\n"
+    )
     BertTokenizerFast(vocab_file=str(raw / "vocab.txt")).save_pretrained(raw)
     torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=70, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(raw)
+    BertModel(
+        BertConfig(
+            vocab_size=70,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        )
+    ).save_pretrained(raw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        SentenceTransformer(modules=[models.Transformer(str(raw), max_seq_length=48), models.Pooling(32, "mean"),
-                                     models.Normalize()]).save(str(folder))
+        SentenceTransformer(
+            modules=[models.Transformer(str(raw), max_seq_length=48), models.Pooling(32, "mean"), models.Normalize()]
+        ).save(str(folder))
     return folder
 
 
@@ -134,10 +154,12 @@ def test_queries_run_on_the_onnx_export_without_pytorch_once_it_exists(tmp_path)
     assert len(exports) == 1 and json.loads(exports[0].read_text())["tokenizer_matches"]
     assert {p.name for p in exports[0].parent.iterdir()} == {"export.json", "model.onnx", "model.onnx.data"}
 
-    code = ("import sys, json; from toolbank.embed import SentenceTransformerEmbedder\n"
-            f"e = SentenceTransformerEmbedder({str(folder)!r})\n"
-            f"v = [e.encode([t])[0].tolist() for t in {texts!r}] + e.encode({texts!r}).tolist()\n"
-            "print(json.dumps({'torch': 'torch' in sys.modules or 'sentence_transformers' in sys.modules, 'v': v}))")
+    code = (
+        "import sys, json; from toolbank.embed import SentenceTransformerEmbedder\n"
+        f"e = SentenceTransformerEmbedder({str(folder)!r})\n"
+        f"v = [e.encode([t])[0].tolist() for t in {texts!r}] + e.encode({texts!r}).tolist()\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules or 'sentence_transformers' in sys.modules, 'v': v}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     answer = json.loads(out.stdout)
     assert answer["torch"] is False
@@ -146,10 +168,20 @@ def test_queries_run_on_the_onnx_export_without_pytorch_once_it_exists(tmp_path)
 
 def _requests(call: dict) -> list[dict]:
     """An MCP session over stdio in JSON-RPC: initialize, then one tools/call."""
-    return [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}]
+    return [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+    ]
 
 
 def test_serve_preload_loads_before_reading_a_request_and_stderr_stays_quiet(tmp_path):

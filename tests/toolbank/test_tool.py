@@ -20,10 +20,13 @@ def test_formats_are_detected_and_read(write_json):
     assert all(t.parameters == SCHEMA for t in tools)
 
 
-@pytest.mark.parametrize("wrap", [
-    lambda tools: {"tools": tools, "nextCursor": None},  # MCP tools/list result
-    lambda tools: {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}},  # the JSON-RPC response around it
-])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda tools: {"tools": tools, "nextCursor": None},  # MCP tools/list result
+        lambda tools: {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}},  # the JSON-RPC response around it
+    ],
+)
 def test_mcp_tools_list_results(write_json, wrap):
     tools = [{"name": "a", "inputSchema": SCHEMA}, {"name": "b", "description": "x", "inputSchema": {"type": "object"}}]
     loaded, _ = load_file(write_json("list.json", wrap(tools)), "mcp")
@@ -56,19 +59,22 @@ def test_text_has_name_description_and_parameters():
     assert text == "find: Find things\nq (string): search terms"
 
 
-@pytest.mark.parametrize("obj, field, words", [
-    ({"description": "no name"}, "name", "missing or empty"),
-    ({"name": "", "description": "d"}, "name", "missing or empty"),
-    ({"name": "has space", "description": "d"}, "name", "invalid"),
-    ({"name": "x" * 65}, "name", "invalid"),
-    ({"name": "t", "parameters": {"type": "objekt"}}, "parameters", "not a valid JSON Schema"),
-    ({"name": "t", "parameters": {"properties": {"a": {"type": 5}}}}, "parameters", "properties/a/type"),
-    ({"name": "t", "parameters": ["not", "a", "schema"]}, "parameters", "expected a JSON Schema object"),
-    ({"name": "t", "description": "x" * 1_000_000}, "description", "1,000,000 characters"),
-    ({"name": "t", "description": 5}, "description", "expected a string"),
-    ({"name": "t", "tags": "one"}, "tags", "list"),
-    ({"name": "t", "namespace": "a b"}, "namespace", "invalid"),
-])
+@pytest.mark.parametrize(
+    "obj, field, words",
+    [
+        ({"description": "no name"}, "name", "missing or empty"),
+        ({"name": "", "description": "d"}, "name", "missing or empty"),
+        ({"name": "has space", "description": "d"}, "name", "invalid"),
+        ({"name": "x" * 65}, "name", "invalid"),
+        ({"name": "t", "parameters": {"type": "objekt"}}, "parameters", "not a valid JSON Schema"),
+        ({"name": "t", "parameters": {"properties": {"a": {"type": 5}}}}, "parameters", "properties/a/type"),
+        ({"name": "t", "parameters": ["not", "a", "schema"]}, "parameters", "expected a JSON Schema object"),
+        ({"name": "t", "description": "x" * 1_000_000}, "description", "1,000,000 characters"),
+        ({"name": "t", "description": 5}, "description", "expected a string"),
+        ({"name": "t", "tags": "one"}, "tags", "list"),
+        ({"name": "t", "namespace": "a b"}, "namespace", "invalid"),
+    ],
+)
 def test_invalid_tool_names_file_tool_and_field(write_json, obj, field, words):
     path = write_json("bad.json", [{"name": "fine"}, obj])
     with pytest.raises(ToolError) as info:
@@ -79,16 +85,19 @@ def test_invalid_tool_names_file_tool_and_field(write_json, obj, field, words):
     assert str(path) in str(error)
 
 
-@pytest.mark.parametrize("raw, words", [
-    (b"", "is empty"),
-    (b"  \n\n", "is empty"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00", "binary"),
-    ('{"name": "caf\u00e9"}'.encode("latin-1"), "not UTF-8"),
-    (b'{"name": "a", ', "invalid JSON"),
-    (b'[\n{"name": "a"},\n{"name": \n]', "invalid JSON:"),
-    (b'{"name": "a"}\n{"name": "b"\n', r"f\.json:2: invalid JSON: Expecting ',' delimiter at column 13"),
-    (b'"just a string"', "expected a JSON object or list"),
-])
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        (b"", "is empty"),
+        (b"  \n\n", "is empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00", "binary"),
+        ('{"name": "caf\u00e9"}'.encode("latin-1"), "not UTF-8"),
+        (b'{"name": "a", ', "invalid JSON"),
+        (b'[\n{"name": "a"},\n{"name": \n]', "invalid JSON:"),
+        (b'{"name": "a"}\n{"name": "b"\n', r"f\.json:2: invalid JSON: Expecting ',' delimiter at column 13"),
+        (b'"just a string"', "expected a JSON object or list"),
+    ],
+)
 def test_bad_files(write_json, raw, words):
     path = write_json("f.json", None, raw=raw)
     with pytest.raises(ToolError, match=words) as info:

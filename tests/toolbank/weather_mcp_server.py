@@ -56,8 +56,13 @@ for fn in (current_weather, forecast, air_quality):
 async def paginated() -> None:
     tools = await server.list_tools()
     if args.bad_schema:
-        tools.append(types.Tool(name="broken", description="A tool with a broken schema.",
-                                input_schema={"type": "object", "properties": {"x": {"type": "nonsense"}}}))
+        tools.append(
+            types.Tool(
+                name="broken",
+                description="A tool with a broken schema.",
+                input_schema={"type": "object", "properties": {"x": {"type": "nonsense"}}},
+            )
+        )
 
     async def list_tools(ctx, params):
         start = int(params.cursor) if params and params.cursor else 0

@@ -6,26 +6,36 @@ import torch
 from helpers import ASSETS, write_bench
 
 from autotool import Policy
+from autotool.benchmarks import benchmark_bank, load_benchmark
 from autotool.rollout import ToolTable
-from autotool.benchmarks import load_benchmark
-from autotool.benchmarks import benchmark_bank
 from training import calibrate
 from training.calibrate import ValSteps, grid_hits
 
 TOOLS = torch.eye(4)  # four orthogonal tool vectors
 
 
-def val_steps(rationale: torch.Tensor, lexical: torch.Tensor | None = None,
-              later: tuple[bool, ...] = (False,) * 4) -> ValSteps:
+def val_steps(
+    rationale: torch.Tensor, lexical: torch.Tensor | None = None, later: tuple[bool, ...] = (False,) * 4
+) -> ValSteps:
     """Queries halfway between their gold tool (0 or 2) and a decoy, leaning slightly to the decoy."""
     gold = torch.tensor([0, 2, 0, 2])
     decoy = torch.tensor([1, 3, 1, 3])
     query = torch.nn.functional.normalize(0.9 * TOOLS[gold] + 1.0 * TOOLS[decoy], dim=-1)
     table = ToolTable.__new__(ToolTable)
     table.vectors = TOOLS
-    return ValSteps("synthetic", table, [], [], query, rationale, torch.zeros(4, 4),
-                    torch.zeros(4, 4) if lexical is None else lexical, gold, torch.tensor(later),
-                    torch.zeros(4, 4, dtype=torch.bool))
+    return ValSteps(
+        "synthetic",
+        table,
+        [],
+        [],
+        query,
+        rationale,
+        torch.zeros(4, 4),
+        torch.zeros(4, 4) if lexical is None else lexical,
+        gold,
+        torch.tensor(later),
+        torch.zeros(4, 4, dtype=torch.bool),
+    )
 
 
 def fit(vals: list[ValSteps], a: float, lexical_grid: list[float] = calibrate.L_GRID):
@@ -81,8 +91,10 @@ def test_cli_writes_b_and_g_into_the_policy(tmp_path):
     policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
     policy.save(tmp_path / "policy")
     out = tmp_path / "calibration"
-    assert calibrate.main([str(tmp_path / "policy"), "--bench", str(bench), "--limit", "0", "--out", str(out),
-                           "--write"]) == 0
+    assert (
+        calibrate.main([str(tmp_path / "policy"), "--bench", str(bench), "--limit", "0", "--out", str(out), "--write"])
+        == 0
+    )
     manifest = json.loads((tmp_path / "policy" / "manifest.json").read_text())
     record = manifest["calibrated"]
     loaded = Policy.load(tmp_path / "policy", bank)
@@ -102,10 +114,12 @@ def test_cli_rejects_bad_arguments_before_any_work(tmp_path, capsys):
     bank = benchmark_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
     Policy.create(bank, backbone=ASSETS / "tiny-llama").save(tmp_path / "policy")
     before = (tmp_path / "policy" / "anchor_head.safetensors").read_bytes()
-    for argv, says in [([str(tmp_path / "nothing")], "not a policy folder"),
-                       ([str(tmp_path / "policy"), "--bench", "no_such_bench"], "no_such_bench"),
-                       ([str(tmp_path / "policy"), "--bench", str(bench), "--limit", "-1"], "--limit"),
-                       ([str(tmp_path / "policy"), "--bench", ","], "--bench")]:
+    for argv, says in [
+        ([str(tmp_path / "nothing")], "not a policy folder"),
+        ([str(tmp_path / "policy"), "--bench", "no_such_bench"], "no_such_bench"),
+        ([str(tmp_path / "policy"), "--bench", str(bench), "--limit", "-1"], "--limit"),
+        ([str(tmp_path / "policy"), "--bench", ","], "--bench"),
+    ]:
         assert calibrate.main([*argv, "--write"]) == 2
         assert says in capsys.readouterr().err
     assert (tmp_path / "policy" / "anchor_head.safetensors").read_bytes() == before

@@ -39,12 +39,14 @@ def test_a_rationale_that_restates_the_gold_tool_wins_and_mismatched_queries_are
 def test_the_lexical_prior_is_added_to_the_cosine(tmp_path):
     import torch
 
-    from autotool.rollout import ToolTable
     from autotool.benchmarks import benchmark_bank
+    from autotool.rollout import ToolTable
 
     bench = load_benchmark(write_bench(tmp_path / "tiny"))
     table = ToolTable.from_bank(benchmark_bank(bench, "hash:64", root=tmp_path / "banks"))
     rows = [{"query": t.text, "gold": t.name, "rationale": ""} for t in table.tools]  # each query is its tool's text
-    table.vectors = torch.nn.functional.normalize(torch.ones_like(table.vectors), dim=-1)  # dense cannot tell them apart
+    table.vectors = torch.nn.functional.normalize(
+        torch.ones_like(table.vectors), dim=-1
+    )  # dense cannot tell them apart
     assert compare_rationales.hits(table, rows, b=0.0).mean() < 0.5  # every tie goes to the first tool
     assert compare_rationales.hits(table, rows, b=0.0, lexical=1.0).mean() == 1.0  # BM25 finds each from its text

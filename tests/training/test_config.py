@@ -14,16 +14,21 @@ CONFIGS = Path(__file__).parents[2] / "training" / "configs"
 DEFAULTS = {"phase1": Phase1Config, "phase2": Phase2Config}
 SHIPPED = sorted(CONFIGS.glob("*.yaml"))
 # per section a shipped file may set: a key and a value its config refuses, and what the error says
-REFUSED = {"": ("checkpoint_every", 0, "must be at least 1, got 0"),
-           "sft": ("steps", -1, "must be at least 0, got -1"),
-           "grpo": ("chunk", 0, "must be at least 1, got 0"),
-           "rank": ("candidates", 1, "must be at least 2, got 1"),
-           "eval": ("mode", "slow", "must be one of reason, fast; got 'slow'")}
+REFUSED = {
+    "": ("checkpoint_every", 0, "must be at least 1, got 0"),
+    "sft": ("steps", -1, "must be at least 0, got -1"),
+    "grpo": ("chunk", 0, "must be at least 1, got 0"),
+    "rank": ("candidates", 1, "must be at least 2, got 1"),
+    "eval": ("mode", "slow", "must be one of reason, fast; got 'slow'"),
+}
 
 
 def flat(data: dict, prefix: str = "") -> dict:
-    return {k: v for key, value in data.items()
-            for k, v in (flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key: value}).items()}
+    return {
+        k: v
+        for key, value in data.items()
+        for k, v in (flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key: value}).items()
+    }
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
@@ -59,8 +64,22 @@ def test_shipped_configs_cover_both_phases():
 
 
 def test_overrides_reach_nested_keys_and_parse_values_as_yaml():
-    config = load(Phase1Config(), None, ["--sft.steps", "3", "--grpo.reward.select", "0.5", "--sft.lr", "1e-4",
-                                         "--stages", "[grpo]", "--out", "runs/x"])
+    config = load(
+        Phase1Config(),
+        None,
+        [
+            "--sft.steps",
+            "3",
+            "--grpo.reward.select",
+            "0.5",
+            "--sft.lr",
+            "1e-4",
+            "--stages",
+            "[grpo]",
+            "--out",
+            "runs/x",
+        ],
+    )
     assert config.sft.steps == 3 and config.grpo.reward.select == 0.5 and config.sft.lr == 1e-4
     assert config.stages == ["grpo"] and config.out == "runs/x"
     assert Phase1Config().sft.steps != 3  # the default is untouched
@@ -151,10 +170,14 @@ def test_every_config_field_has_help(default):
             assert f.metadata.get("help"), f"{cls.__name__}.{f.name} has no metadata help"
 
 
-@pytest.mark.parametrize("module, default, sample", [
-    (phase1, Phase1Config, "--sft.steps int optimizer steps [default: 60]"),
-    (phase2, Phase2Config, "--rank.candidates int rollouts per query (N), ranked against each other [default: 8]")],
-    ids=["phase1", "phase2"])
+@pytest.mark.parametrize(
+    "module, default, sample",
+    [
+        (phase1, Phase1Config, "--sft.steps int optimizer steps [default: 60]"),
+        (phase2, Phase2Config, "--rank.candidates int rollouts per query (N), ranked against each other [default: 8]"),
+    ],
+    ids=["phase1", "phase2"],
+)
 def test_help_lists_every_config_key_with_its_type_default_and_help(module, default, sample, capsys):
     assert module.main(["--help"]) == 0
     out = capsys.readouterr().out

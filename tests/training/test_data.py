@@ -2,16 +2,27 @@ import json
 
 import pytest
 
-from autotool.prompts import call_text
 from autotool.benchmarks import load_benchmark, load_split, make_split
+from autotool.prompts import call_text
 from toolbank import Tool
-from training.data import (DataError, build_trajectories, check_no_unseen, examples, names_tool, rationale_for,
-                           read_jsonl, write_jsonl)
+from training.data import (
+    DataError,
+    build_trajectories,
+    check_no_unseen,
+    examples,
+    names_tool,
+    rationale_for,
+    read_jsonl,
+    write_jsonl,
+)
 
 
 def test_rationale_is_the_description_sentence_closest_to_the_query_without_the_name():
-    tool = Tool("WeatherWizard", "WeatherWizard is a fun app. It gives the weather forecast for any city. "
-                "Try WeatherWizard today!", {})
+    tool = Tool(
+        "WeatherWizard",
+        "WeatherWizard is a fun app. It gives the weather forecast for any city. Try WeatherWizard today!",
+        {},
+    )
     assert rationale_for(tool, "what is the forecast for Paris") == "It gives the weather forecast for any city."
     assert rationale_for(tool, "a fun app please") == "the tool is a fun app."
     assert rationale_for(tool, "zzz") == "the tool is a fun app."  # no overlap: the first sentence
@@ -21,7 +32,9 @@ def test_rationale_drops_split_forms_of_the_name_and_is_capped():
     tool = Tool("getWaterQuality", "Get water quality of a lake; " + "very " * 40 + "useful", {})
     text = rationale_for(tool, "water")
     assert len(text.split()) == 30 and "getWaterQuality" not in text
-    assert rationale_for(Tool("pdf_to_text", "Use pdf to text to read files", {}), "read") == "Use the tool to read files"
+    assert (
+        rationale_for(Tool("pdf_to_text", "Use pdf to text to read files", {}), "read") == "Use the tool to read files"
+    )
 
 
 def test_names_tool_compares_letters_and_digits_only():
@@ -38,22 +51,38 @@ def write_bench(folder, tools, queries):
 
 def test_trajectories_drop_and_count_invalid_steps(tmp_path):
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    bench = write_bench(tmp_path / "b", [
-        {"name": "get_weather", "description": "Current weather for a city.", "parameters": schema},
-        {"name": "Tracker", "description": "Tracker", "parameters": {}},
-    ], [
-        {"id": "ok", "query": "weather in Paris", "gold_tools": ["get_weather"],
-         "gold_args": {"calls": [{"tool": "get_weather", "args": {"city": "Paris"}}]}},
-        {"id": "bad-call", "query": "weather", "gold_tools": ["get_weather"],
-         "gold_args": {"calls": [{"tool": "get_weather", "args": {"city": 3}}]}},
-        {"id": "names", "query": "track it", "gold_tools": ["Tracker"], "gold_args": None},
-    ])
+    bench = write_bench(
+        tmp_path / "b",
+        [
+            {"name": "get_weather", "description": "Current weather for a city.", "parameters": schema},
+            {"name": "Tracker", "description": "Tracker", "parameters": {}},
+        ],
+        [
+            {
+                "id": "ok",
+                "query": "weather in Paris",
+                "gold_tools": ["get_weather"],
+                "gold_args": {"calls": [{"tool": "get_weather", "args": {"city": "Paris"}}]},
+            },
+            {
+                "id": "bad-call",
+                "query": "weather",
+                "gold_tools": ["get_weather"],
+                "gold_args": {"calls": [{"tool": "get_weather", "args": {"city": 3}}]},
+            },
+            {"id": "names", "query": "track it", "gold_tools": ["Tracker"], "gold_args": None},
+        ],
+    )
     split = make_split(bench, seen_fraction=1.0, val_fraction=0.0, test_fraction=0.0)
     trajectories, counts = build_trajectories(bench, split)
     assert counts == {"kept": 1, "dropped_invalid_call": 1, "dropped_empty_rationale": 1}
     (step,) = trajectories[0]["steps"]
-    assert step == {"rationale": "Current weather for a city.", "tool": "get_weather", "arguments": {"city": "Paris"},
-                    "observation": ""}
+    assert step == {
+        "rationale": "Current weather for a city.",
+        "tool": "get_weather",
+        "arguments": {"city": "Paris"},
+        "observation": "",
+    }
     path = tmp_path / "t.jsonl"
     write_jsonl(path, trajectories)
     assert read_jsonl(path) == trajectories

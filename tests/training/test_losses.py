@@ -34,20 +34,24 @@ def test_malformed_json_is_minus_3_and_no_format():
 
 
 def test_unclosed_thought_fails_format_but_the_call_still_counts():
-    r = written('<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}</tool_call>',
-                closed=False)
+    r = written(
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}</tool_call>', closed=False
+    )
     terms = reward(r.format_ok, r.call, GOLD, "get_weather")
     assert terms["r_format"] == 0.0 and terms["r_correct"] == 3.0
 
 
-@pytest.mark.parametrize("arguments, s", [
-    # same name (r_name 1); keys {city, unit} vs {city, day}: Jaccard 1/3; one equal value (city)
-    ({"city": "Paris", "day": "mon"}, 1 + 1 / 3 + 1),
-    # same name; same keys (Jaccard 1); no equal value
-    ({"city": "Lyon", "unit": "F"}, 1 + 1 + 0),
-    # same name; no arguments: Jaccard 0, no values
-    ({}, 1 + 0 + 0),
-])
+@pytest.mark.parametrize(
+    "arguments, s",
+    [
+        # same name (r_name 1); keys {city, unit} vs {city, day}: Jaccard 1/3; one equal value (city)
+        ({"city": "Paris", "day": "mon"}, 1 + 1 / 3 + 1),
+        # same name; same keys (Jaccard 1); no equal value
+        ({"city": "Lyon", "unit": "F"}, 1 + 1 + 0),
+        # same name; no arguments: Jaccard 0, no values
+        ({}, 1 + 0 + 0),
+    ],
+)
 def test_partial_match_is_6_s_over_s_max_minus_3(arguments, s):
     s_max = 1 + (1 + 2)  # r_name + one gold call with two parameters
     call = {"name": "get_weather", "arguments": arguments}
@@ -79,9 +83,18 @@ def test_advantages_are_zero_for_equal_rewards_and_normalised_otherwise():
 def _one_action(logp_value: float, old: float, advantage: float, beta: float = 0.0, ref: float | None = None):
     logp = torch.tensor([[logp_value]], requires_grad=True)
     tool = torch.tensor([0.0], requires_grad=True)
-    out = grpo_loss(logp, torch.tensor([[True]]), tool, torch.tensor([advantage]), torch.tensor([[old]]),
-                    torch.tensor([0.0]), None if ref is None else torch.tensor([[ref]]),
-                    None if ref is None else torch.tensor([0.0]), epsilon=0.2, beta=beta)
+    out = grpo_loss(
+        logp,
+        torch.tensor([[True]]),
+        tool,
+        torch.tensor([advantage]),
+        torch.tensor([[old]]),
+        torch.tensor([0.0]),
+        None if ref is None else torch.tensor([[ref]]),
+        None if ref is None else torch.tensor([0.0]),
+        epsilon=0.2,
+        beta=beta,
+    )
     out["loss"].backward()
     return out, logp.grad.item(), tool.grad.item()
 
@@ -121,8 +134,14 @@ def test_grpo_on_a_toy_policy_moves_probability_to_the_rewarded_action():
         actions = dist.sample((8,))
         rewards = (actions == 2).float()[None]
         logp = dist.log_prob(actions)
-        out = grpo_loss(logp[:, None], torch.ones(8, 1, dtype=torch.bool), torch.zeros(8), group_advantages(rewards)[0],
-                        logp.detach()[:, None], torch.zeros(8))
+        out = grpo_loss(
+            logp[:, None],
+            torch.ones(8, 1, dtype=torch.bool),
+            torch.zeros(8),
+            group_advantages(rewards)[0],
+            logp.detach()[:, None],
+            torch.zeros(8),
+        )
         optimizer.zero_grad()
         out["loss"].backward()
         optimizer.step()
@@ -139,10 +158,13 @@ def pl_probability(scores: list[float], order: tuple[int, ...]) -> float:
     return p
 
 
-@pytest.mark.parametrize("scores, rewards", [
-    ([0.3, -1.2, 2.0], [1.0, 3.0, 2.0]),
-    ([0.5, 0.1, -0.4, 1.5], [0.0, 2.0, 5.0, 1.0]),
-])
+@pytest.mark.parametrize(
+    "scores, rewards",
+    [
+        ([0.3, -1.2, 2.0], [1.0, 3.0, 2.0]),
+        ([0.5, 0.1, -0.4, 1.5], [0.0, 2.0, 5.0, 1.0]),
+    ],
+)
 def test_plackett_luce_loss_is_the_negative_log_probability_of_the_reward_ranking(scores, rewards):
     n = len(scores)
     total = sum(pl_probability(scores, order) for order in itertools.permutations(range(n)))
@@ -158,8 +180,11 @@ def test_ties_learn_no_order_among_themselves():
     assert plackett_luce_loss(scores, rewards).item() == pytest.approx(plackett_luce_loss(swapped, rewards).item())
     # Breslow: each tied rollout against its group and everything below it
     pool = scores[[0, 1, 2, 3]]
-    expected = -(scores[0] - torch.logsumexp(pool, 0)) - (scores[1] - torch.logsumexp(pool, 0)) \
+    expected = (
+        -(scores[0] - torch.logsumexp(pool, 0))
+        - (scores[1] - torch.logsumexp(pool, 0))
         - (scores[3] - torch.logsumexp(scores[[2, 3]], 0))
+    )
     assert plackett_luce_loss(scores, rewards).item() == pytest.approx(expected.item(), rel=1e-6)
 
 
