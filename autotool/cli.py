@@ -33,9 +33,12 @@ def _user_errors(fn):
 
 
 def _bank(path: str | None):
-    from toolbank import ToolBank, default_bank_path
+    from pathlib import Path
 
-    return ToolBank.load(path or default_bank_path())
+    from toolbank import ToolBank, default_bank_path
+    from toolbank.cli import require_bank
+
+    return ToolBank.load(require_bank(Path(path) if path else default_bank_path()))
 
 
 def _policy(path: str | None, bank):
@@ -89,8 +92,11 @@ def main() -> None:
 def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
     """Choose the tool for QUERY."""
     from autotool.select import ArgumentError, select_tool
+    from toolbank.cli import unknown_namespaces
 
     tool_bank = _bank(bank)
+    if problem := unknown_namespaces(tool_bank, [namespace]):
+        raise click.ClickException(problem)
     error = None
     try:
         selection = select_tool(
@@ -141,7 +147,7 @@ def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
     show_default=True,
     help="HTTP: the address to bind (loopback only by default; any other needs a token).",
 )
-@click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP: the port.")
 @click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
 @click.option(
     "--token-file",

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
-from autotool.prompts import shared_prefix
+from autotool.prompts import prompt, shared_prefix
 from autotool.selection import tool_scores
 from toolbank import Tool, ToolBank, atomic_path
 
@@ -153,12 +153,12 @@ class Policy:
         return self._model is not None
 
     def warm(self) -> None:
-        """Load the language model now and, for a frozen policy, fold its adapters in and compute the system
-        prompt's keys and values, so that the first call does not wait for them (e.g. `autotool serve --preload`)."""
+        """Load the language model now and, for a frozen policy, fold its adapters in, compute the system prompt's
+        keys and values and generate one token (the first generation's set-up), so that the first call does not
+        wait for them (e.g. `autotool serve --preload`)."""
         self.model  # noqa: B018 - loads it
         if self.frozen:
-            with self.merged():
-                self.prefix_cache(self.encode(shared_prefix(self.tokenizer)).to(self.device))
+            self.generate_ids([self.encode(prompt(self.tokenizer, "warm up"))[0].tolist()], 1, "</think>")
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod

@@ -7,7 +7,9 @@ Every row starts a fresh Python process (`python -m toolbank ...`, `python -m au
 spawn to exit, so imports, opening the bank, loading the indexes and the query embedding are all included; the
 table gives the median, min and max of `--repeat` runs and the median peak RSS. The bank is `--bank`; when the
 folder is missing it is built from the bundled Seal-Tools catalog (4,076 tools, the default embedder; minutes).
-Run it alone (two jobs on 2 cores slow everything here several-fold). The caches it relies on (the ONNX export of
+Run it alone (two jobs on 2 cores slow everything here several-fold). `--code DIR` runs the commands with the
+packages in DIR instead (`git archive OLD toolbank autotool | tar -x -C DIR`), to time an older version in the
+same sitting (without the serve rows: older versions have no `--preload`). The caches it relies on (the ONNX export of
 the embedder, the converted language model, `bm25.npz` in the bank) are made by a first, untimed run of each
 command. Prints a Markdown table.
 """
@@ -27,12 +29,14 @@ import click
 
 ROOT = Path(__file__).parents[1]
 QUERY = "convert a pdf to text"
+CODE = ROOT  # where the commands import toolbank and autotool from (--code)
 
 
 def timed(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of one run of `argv`, which must succeed."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=CODE,
+                               env=os.environ | {"PYTHONPATH": str(CODE)})
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     stderr = process.stderr.read().decode(errors="replace")
@@ -49,7 +53,8 @@ def row(label: str, command: str, runs: list[tuple[float, float]]) -> str:
 
 
 class Server:
-    """`autotool serve --preload` over stdio, spoken to in raw JSON-RPC (one request at a time)."""
+    """`autotool serve` over stdio, spoken to in raw JSON-RPC (one request at a time); `ready` is the time from
+    spawn to its start line (`ready: ...` with --preload, `serving ...` without)."""
 
     def __init__(self, argv: list[str]):
         self.start = time.perf_counter()
@@ -57,7 +62,7 @@ class Server:
                                         text=True, cwd=ROOT)
         self.stderr: list[str] = []
         line = self.process.stderr.readline()
-        while line and not line.startswith("ready:"):
+        while line and not line.startswith(("ready:", "serving ")):
             self.stderr.append(line)
             line = self.process.stderr.readline()
         if not line:
@@ -110,8 +115,13 @@ def ensure_bank(path: Path) -> None:
               show_default=True, help="The bank (built from Seal-Tools when missing).")
 @click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="Runs of each command.")
 @click.option("--skip-serve", is_flag=True, help="Leave out the `autotool serve --preload` rows.")
-def main(bank_path: Path, repeat: int, skip_serve: bool) -> None:
+@click.option("--code", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="Run the commands with the toolbank and autotool packages in this folder (an older version).")
+def main(bank_path: Path, repeat: int, skip_serve: bool, code: Path | None) -> None:
+    global CODE
     ensure_bank(bank_path)
+    if code is not None:
+        CODE, skip_serve = code.resolve(), True
     py = sys.executable
     commands = [(f"toolbank search, {mode}", [py, "-m", "toolbank", "--bank", str(bank_path), "search", QUERY,
                                              "--mode", mode]) for mode in ("bm25", "dense", "hybrid")]
@@ -134,7 +144,7 @@ def main(bank_path: Path, repeat: int, skip_serve: bool) -> None:
             try:
                 ready.append(server.ready)
                 first.append(server.call("select_tool", {"query": QUERY})[0])  # reason mode, with arguments
-                second.append(server.call("select_tool", {"query": "Will it rain in Paris tomorrow?"})[0])
+                second.append(server.call("select_tool", {"query": QUERY})[0])  # the same work again
                 fast.append(server.call("select_tool", {"query": "book a flight to Rome", "mode": "fast",
                                                         "arguments": False})[0])
             finally:
@@ -143,10 +153,19 @@ def main(bank_path: Path, repeat: int, skip_serve: bool) -> None:
         command = "python -m autotool serve --bank BANK --preload"
         for label, values in [("serve --preload: spawn to `ready:` line", ready),
                               ("first MCP select_tool (reason, arguments)", first),
-                              ("second MCP select_tool (reason, arguments)", second),
+                              ("the same select_tool again", second),
                               ("then select_tool fast, no arguments", fast)]:
             lines.append(f"| {label} | `{command}` | {statistics.median(values):.2f} | {min(values):.2f} | "
                          f"{max(values):.2f} | |")
+        cold = []
+        for _ in range(repeat):
+            server = Server(argv[:-1])  # without --preload: the first call loads the policy
+            try:
+                cold.append(server.call("select_tool", {"query": QUERY})[0])
+            finally:
+                server.close()
+        lines.append(f"| first MCP select_tool without --preload (loads the policy) | `{command.removesuffix(' --preload')}` "
+                     f"| {statistics.median(cold):.2f} | {min(cold):.2f} | {max(cold):.2f} | |")
         lines.append(f"\nserver stderr lines with DEBUG or a progress bar: {len(noisy)}")
     click.echo("\n".join(lines))
 

@@ -55,10 +55,19 @@ def _bank_path(ctx: click.Context) -> Path:
 def _load(ctx: click.Context):
     from toolbank.bank import ToolBank
 
-    return ToolBank.load(_bank_path(ctx))
+    return ToolBank.load(require_bank(_bank_path(ctx)))
 
 
-def _unknown_namespaces(bank, namespaces) -> str | None:
+def require_bank(path: Path) -> Path:
+    """`path`, when it holds a bank; else the error that says how to make one with this command line."""
+    if not (path / "manifest.json").is_file() or not (path / "bank.sqlite").is_file():
+        raise click.ClickException(
+            f"{path} is not a bank (no manifest.json and bank.sqlite); create one with `toolbank --bank {path} add FILE`"
+        )
+    return path
+
+
+def unknown_namespaces(bank, namespaces) -> str | None:
     """Why some of `namespaces` select nothing (they are not in the bank, whose namespaces it lists), or None."""
     existing = bank.store.namespaces()
     unknown = [n for n in namespaces if n is not None and n not in existing]
@@ -70,6 +79,16 @@ def _unknown_namespaces(bank, namespaces) -> str | None:
     return (f"namespace{'s' if len(unknown) > 1 else ''} {', '.join(repr(printable(n)) for n in unknown)} "
             f"{'do' if len(unknown) > 1 else 'does'} not exist in bank {bank.path}; its namespaces (tools): {listed}"
             + (f"; {existing[None]} tools have none" if existing.get(None) else ""))
+
+
+def _warm(bank) -> None:
+    """After a write: save what the next search, in any process, would otherwise build (`ToolBank.warm`). The
+    write is done; a failure here is a warning."""
+    try:
+        bank.warm()
+    except Exception as e:  # the next search will try again, and report it
+        click.echo(f"warning: the bank is written, but preparing it for search failed: {type(e).__name__}: {e}",
+                   err=True)
 
 
 def _echo_json(data) -> None:
@@ -115,12 +134,16 @@ def bank_here(fn):
 def init(ctx, embedder, index_factory):
     """Create an empty bank (add creates one with the defaults when needed)."""
     from toolbank.bank import ToolBank
+    from toolbank.index import IndexFactoryError
 
     path = _bank_path(ctx)
     if (path / "manifest.json").exists():
         raise click.ClickException(f"{path} is already a bank; add tools with `toolbank --bank {path} add FILE`, "
                                    "or choose a new folder")
-    bank = ToolBank.create(path, embedder, index_factory)
+    try:
+        bank = ToolBank.create(path, embedder, index_factory)
+    except IndexFactoryError as e:
+        raise click.ClickException(f"--index {index_factory}: {e}") from None
     click.echo(f"created bank {bank.path} (embedder {bank.embedder_id}, dim {bank.dim}, index {bank.index_factory})")
 
 
@@ -180,7 +203,7 @@ def _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None,
                                              progress=len(tools) >= 64, prune=prune, replace_only_in=replace_only_in)
     except NameClash as e:
         raise click.ClickException(e.message("--replace")) from None
-    bank.warm()  # so that the next search, in any process, starts at once
+    _warm(bank)
     for name, phrase in report.flagged.items():
         click.echo(f"warning: tool {short(name)!r}: its text addresses the model ({printable(phrase)!r}); tagged "
                    f"{SUSPICIOUS_TAG!r} (leave it out of a search with --exclude-tag {SUSPICIOUS_TAG}; MCP "
@@ -235,7 +258,13 @@ def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
 @click.option("--from-mcp", "command", metavar="COMMAND",
               help='Start this MCP server over stdio (e.g. "python server.py --flag") and import its tools.')
 @click.option("--sync", is_flag=True, help="With --from-mcp: also remove the namespace's tools the server no longer lists.")
-@click.option("--timeout", default=30.0, show_default=True, help="With --from-mcp: seconds for the whole exchange.")
+@click.option(
+    "--timeout",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    help="With --from-mcp: seconds for the whole exchange.",
+)
 @click.pass_context
 @_user_errors
 def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command, sync, timeout):
@@ -283,7 +312,7 @@ def remove(ctx, names):
     """Remove tools by name (all or none)."""
     bank = _load(ctx)
     bank.remove(list(names))
-    bank.warm()
+    _warm(bank)
     click.echo(f"removed {len(names)}; {len(bank)} tools left")
 
 
@@ -296,7 +325,7 @@ def remove(ctx, names):
 def list_(ctx, namespace, as_json):
     """List the tools in the bank."""
     bank = _load(ctx)
-    if problem := _unknown_namespaces(bank, [namespace]):
+    if problem := unknown_namespaces(bank, [namespace]):
         click.echo(f"warning: {problem}", err=True)
     tools = [t for t in bank if namespace is None or t.namespace == namespace]
     if as_json:
@@ -340,7 +369,7 @@ def show(ctx, name, fmt, as_json):
 def search(ctx, query, k, mode, namespace, tags, exclude_tags, as_json):
     """Rank the bank's tools for QUERY."""
     bank = _load(ctx)
-    if problem := _unknown_namespaces(bank, [namespace]):
+    if problem := unknown_namespaces(bank, [namespace]):
         raise click.ClickException(problem)
     hits = bank.search(query, k=k, mode=mode, namespace=namespace, tags=tags, exclude_tags=exclude_tags)
     if as_json:
@@ -366,7 +395,7 @@ def export(ctx, fmt, jsonl, output, namespaces):
     from toolbank.tool import dump
 
     bank = _load(ctx)
-    if problem := _unknown_namespaces(bank, namespaces):
+    if problem := unknown_namespaces(bank, namespaces):
         click.echo(f"warning: {problem}", err=True)
     text = dump([t for t in bank if not namespaces or t.namespace in namespaces], fmt, jsonl=jsonl)
     if output:
@@ -396,7 +425,7 @@ def stats(ctx, as_json):
               help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="HTTP: the address to bind (loopback only by default; any other needs a token).")
-@click.option("--port", default=8000, show_default=True, help="HTTP: the port.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP: the port.")
 @click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
 @click.option("--token-file", type=click.Path(dir_okay=False),
               help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
@@ -465,7 +494,12 @@ def announce_serving(bank, transport: str, host: str, port: int, allow_write: bo
 @_user_errors
 def reindex(ctx, embedder, index_factory):
     """Rebuild the index, optionally re-embedding with another embedder or switching index type."""
+    from toolbank.index import IndexFactoryError
+
     bank = _load(ctx)
-    bank.reindex(embedder=embedder, index=index_factory, progress=True)
-    bank.warm()
+    try:
+        bank.reindex(embedder=embedder, index=index_factory, progress=True)
+    except IndexFactoryError as e:
+        raise click.ClickException(f"--index {index_factory}: {e}") from None
+    _warm(bank)
     click.echo(f"reindexed {len(bank)} tools (embedder {bank.embedder_id}, index {bank.index_factory})")

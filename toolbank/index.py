@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from pathlib import Path
 
 import faiss
@@ -50,9 +51,8 @@ class VectorIndex:
         try:
             index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as e:
-            raise IndexFactoryError(
-                f"FAISS cannot build index {factory!r}: {str(e).strip().splitlines()[-1]}"
-            ) from None
+            reason = re.sub(r"^Error in .* at \S+:\d+: ", "", str(e).strip().splitlines()[-1])  # FAISS's C++ location
+            raise IndexFactoryError(f"FAISS cannot build index {factory!r}: {reason}") from None
         out = cls(index, factory, generation)
         out.add(ids, vectors, generation)
         return out

@@ -36,6 +36,7 @@ def test_fast_choice_without_the_language_model_ranks_as_the_full_path(bank, sav
     full = Policy.load(saved_policy, bank)
     full.warm()
     assert not lazy.head.uses_hidden and not lazy.lm_loaded and full.lm_loaded
+    assert full.adapters_merged and full._prefix_cache is not None  # warm: ready to generate
     for query in QUERIES:
         got = select_tool(query, bank=bank, policy=lazy, k=4, mode="fast", arguments=False)
         # The full path, as select_steps ran it before the shortcut: the prompt, the policy's (empty) fast-mode
@@ -68,6 +69,17 @@ def test_cli_fast_select_imports_no_language_model_library(bank, saved_policy):
     assert modules.strip() == "[]"
     expected = select_tool(QUERIES[0], bank=bank, policy=Policy.load(saved_policy, bank), mode="fast", arguments=False)
     assert json.loads(chosen)["candidates"] == [{"name": t.name, "probability": p} for t, p in expected.candidates]
+
+
+def test_select_names_flags_and_unknown_namespaces(bank, saved_policy):
+    def run(*args):
+        return CliRunner().invoke(main, ["select", "x", "--bank", str(bank.path), "--policy", str(saved_policy), *args])
+
+    result = run("--namespace", "wether", "--mode", "fast")
+    assert result.exit_code == 1
+    assert "namespace 'wether' does not exist" in result.output and "weather (2)" in result.output
+    result = CliRunner().invoke(main, ["select", "x", "--bank", str(bank.path.parent / "nowhere")])
+    assert result.exit_code == 1 and "is not a bank" in result.output and "ToolBank" not in result.output
 
 
 def test_select_k_below_one_names_the_flag(bank, saved_policy):

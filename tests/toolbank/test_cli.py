@@ -298,3 +298,12 @@ def test_errors_name_command_line_flags(cli, write_json):
     assert result.exit_code == 1 and "--embedder applies when creating a bank" in result.output
     result = cli("import", write_json("w.json", GOOD), "--sync")
     assert result.exit_code == 2 and "--sync applies to --from-mcp" in result.output
+    result = cli("reindex", "--index", "bogus")
+    assert result.exit_code == 1 and "--index bogus: FAISS cannot build index" in result.output
+    assert "could not parse index string bogus" in result.output and ".cpp" not in result.output
+    result = cli("import", "--from-mcp", "python server.py", "--timeout", "0")
+    assert result.exit_code == 2 and "'--timeout'" in result.output
+    result = cli("serve", "--transport", "http", "--port", "70000")
+    assert result.exit_code == 2 and "'--port'" in result.output
+    result = cli("--bank", write_json("x.json", {}).parent / "nowhere", "list")
+    assert result.exit_code == 1 and "is not a bank" in result.output and "ToolBank" not in result.output
