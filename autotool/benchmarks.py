@@ -16,7 +16,20 @@ from pathlib import Path
 from toolbank import Tool, ToolBank, ToolError, atomic_write, autotool_home, load_file
 
 DATA = Path(__file__).parent / "data"
-VENDORED = ("metatool", "seal_tools")
+
+# Catalog roles (issue #23: judge across catalogs). Each vendored catalog has exactly one role:
+#  - TRAINING_CATALOGS: the only catalogs a policy trains on (their train split; val for calibration), and the
+#    ones whose seen/unseen splits give the within-catalog figures.
+#  - FOREIGN_VALIDATION: never trained on. Designs are chosen and weights tuned on them, evaluated whole
+#    (`python -m eval --split all`); their figures are validation figures, not a test.
+#  - ABSTENTION: queries that need no tool (`gold_tools: []`); `load_benchmark` refuses them, read them
+#    with `load_no_tool`.
+# A policy's manifest records what it trained on (`trained_on`, see `policy_trained_on`), and the evaluation
+# refuses to treat a catalog as foreign for a policy that trained on it.
+TRAINING_CATALOGS = ("metatool", "seal_tools")
+FOREIGN_VALIDATION = ("apibank", "toolalpaca")
+ABSTENTION = ("metatool_no_tool",)
+VENDORED = TRAINING_CATALOGS + FOREIGN_VALIDATION  # loadable by name with load_benchmark
 QUERY_SPLITS = ("train", "val", "seen-test", "unseen-test", "all")
 SPLIT_VERSION = 1
 
@@ -61,11 +74,25 @@ class Benchmark:
 
 
 def load_benchmark(name_or_path: str | Path) -> Benchmark:
-    """A vendored benchmark by name (`metatool`, `seal_tools`) or any folder in the same format."""
-    folder = DATA / str(name_or_path) if str(name_or_path) in VENDORED else Path(name_or_path)
+    """A vendored benchmark by name (`VENDORED`: the training catalogs and the foreign validation catalogs) or
+    any folder in the same format. Every query must name at least one gold tool."""
+    return _load(name_or_path, VENDORED, no_tool=False)
+
+
+def load_no_tool(name_or_path: str | Path = "metatool_no_tool") -> Benchmark:
+    """A folder of queries that need no tool (`ABSTENTION`, or a folder in the same format): its tools, and
+    queries whose `gold_tools` are all empty (a query with a gold tool is an error). Such queries have no
+    selection steps (`steps_of` gives none) and no seen/unseen split; they are for judging abstention."""
+    return _load(name_or_path, ABSTENTION, no_tool=True)
+
+
+def _load(name_or_path: str | Path, vendored: tuple[str, ...], no_tool: bool) -> Benchmark:
+    folder = DATA / str(name_or_path) if str(name_or_path) in vendored else Path(name_or_path)
     if not folder.is_dir():
-        raise BenchmarkError(f"no benchmark {str(name_or_path)!r}: expected one of {', '.join(VENDORED)} or a folder "
-                             "holding tools.jsonl and queries.jsonl")
+        hint = f" ({name_or_path} holds queries that need no tool: read it with load_no_tool)" \
+            if str(name_or_path) in ABSTENTION else ""
+        raise BenchmarkError(f"no benchmark {str(name_or_path)!r}: expected one of {', '.join(vendored)} or a folder "
+                             f"holding tools.jsonl and queries.jsonl{hint}")
     for file in ("tools.jsonl", "queries.jsonl"):
         if not (folder / file).is_file():
             raise BenchmarkError(f"{folder / file} is missing; a benchmark folder holds tools.jsonl and queries.jsonl")
@@ -86,9 +113,13 @@ def load_benchmark(name_or_path: str | Path) -> Benchmark:
             except (json.JSONDecodeError, KeyError, TypeError) as e:
                 raise BenchmarkError(f"{where}: expected JSON with id, query and gold_tools ({e})") from None
             missing = [n for n in gold if n not in names]
-            if missing or not gold:
-                raise BenchmarkError(f"{where}: gold tool {missing[0] if missing else '(none)'!r} is not in "
-                                     f"{folder / 'tools.jsonl'}")
+            if no_tool and gold:
+                raise BenchmarkError(f"{where}: gold tools {list(gold)}; a no-tool query has gold_tools []")
+            if not gold and not no_tool:
+                raise BenchmarkError(f"{where}: no gold tool (a folder of queries that need no tool is read with "
+                                     "load_no_tool, not load_benchmark)")
+            if missing:
+                raise BenchmarkError(f"{where}: gold tool {missing[0]!r} is not in {folder / 'tools.jsonl'}")
             calls = (row.get("gold_args") or {}).get("calls")
             queries.append(Query(qid, text, gold, tuple(calls) if calls else None))
     return Benchmark(folder.name, folder, tools, queries)
@@ -192,6 +223,88 @@ def select_queries(bench: Benchmark, split: Split, name: str, limit: int | None 
         keep = set(random.Random(seed).sample(range(len(queries)), limit))
         queries = [q for i, q in enumerate(queries) if i in keep]
     return queries
+
+
+def catalog_role(bench: Benchmark) -> str | None:
+    """`training` or `foreign-validation` when `bench` is one of those vendored catalogs (by folder, or by the
+    same tool names under another folder), else None (a catalog of your own)."""
+    digest = _tools_digest(bench)
+    for role, names in (("training", TRAINING_CATALOGS), ("foreign-validation", FOREIGN_VALIDATION)):
+        for name in names:
+            if bench.folder.resolve() == (DATA / name).resolve():
+                return role
+            with open(DATA / name / "tools.jsonl", encoding="utf-8") as f:
+                vendored = sorted(json.loads(line)["name"] for line in f if line.strip())
+            if hashlib.sha256("\n".join(vendored).encode()).hexdigest()[:16] == digest:
+                return role
+    return None
+
+
+def training_record(bench: Benchmark, seed: int, split: str = "train") -> dict:
+    """One entry of a manifest's `trained_on`: the catalog (its name and a digest of its tool names, so a copy
+    under another name is still recognised), the query split and the split's seed."""
+    return {"catalog": bench.name, "split": split, "seed": seed, "tools_digest": _tools_digest(bench)}
+
+
+def merge_trained_on(*lists: list[dict]) -> list[dict]:
+    """The entries of `lists` in order, one per (catalog, split, seed); a digest recorded anywhere is kept."""
+    merged: dict[tuple, dict] = {}
+    for entry in (e for entries in lists for e in entries):
+        key = (entry["catalog"], entry.get("split"), entry.get("seed"))
+        merged[key] = {**entry, **merged[key]} if key in merged else dict(entry)
+    return list(merged.values())
+
+
+def policy_trained_on(policy: str | Path) -> list[dict]:
+    """Every catalog and split the policy folder `policy` trained on, first run first, without repeats:
+    `[{"catalog", "split", "seed"[, "tools_digest"]}, ...]`, read from its `manifest.json`
+    (`manifest_trained_on`). A policy never trained (a fresh one) gives []."""
+    path = Path(policy) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise BenchmarkError(f"{path}: not a readable policy manifest ({e})") from None
+    return manifest_trained_on(manifest, {Path(policy).resolve()})
+
+
+def manifest_trained_on(manifest: dict, seen: set[Path] | None = None) -> list[dict]:
+    """What a policy manifest (or a loaded policy's `info`) says it trained on, as in `policy_trained_on`:
+
+    - `trained_on`, which training writes (each run adds its catalog's train split to its start policy's list);
+    - for policies trained before that field: the manifest's own `benchmark` and `split_seed`, every run of
+      `shipped.lineage`, and, while that folder exists, the policy its `config.init` started from.
+
+    Calibration (`calibrated`, a fit of the head's four weights on val tools) is not training and is not listed.
+    """
+    entries: list[dict] = []
+    seen = set(seen or ())
+    while manifest is not None:
+        runs = [*((manifest.get("shipped") or {}).get("lineage") or []), manifest]  # first to last
+        legacy = [{"catalog": run["benchmark"], "split": "train", "seed": run.get("split_seed")}
+                  for run in runs if run.get("benchmark")]
+        entries = merge_trained_on(manifest.get("trained_on") or [], legacy, entries)  # ancestors come first
+        init = (manifest.get("config") or {}).get("init")
+        manifest = None
+        if init and (Path(init) / "manifest.json").is_file() and Path(init).resolve() not in seen:
+            seen.add(Path(init).resolve())
+            try:
+                manifest = json.loads((Path(init) / "manifest.json").read_text())
+            except (OSError, ValueError) as e:
+                raise BenchmarkError(f"{Path(init) / 'manifest.json'}: not a readable policy manifest ({e})") from None
+    return entries
+
+
+def trained_catalogs(policy: str | Path) -> set[str]:
+    """The names of the catalogs the policy folder `policy` trained on (for the shipped policy: metatool and
+    seal_tools)."""
+    return {e["catalog"] for e in policy_trained_on(policy)}
+
+
+def trained_on_bench(policy: str | Path, bench: Benchmark) -> list[dict]:
+    """The entries of `policy_trained_on(policy)` that are `bench`: the same catalog name, or the same digest
+    of tool names. Empty when the policy never trained on it."""
+    digest = _tools_digest(bench)
+    return [e for e in policy_trained_on(policy) if e["catalog"] == bench.name or e.get("tools_digest") == digest]
 
 
 def benchmark_bank(bench: Benchmark, embedder: str = "default", root: Path | None = None) -> ToolBank:

@@ -45,7 +45,7 @@ from autotool.benchmarks import QUERY_SPLITS
 def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedder, policies, policy_mode, device,
          batch_size, out):
     from eval import report
-    from autotool.benchmarks import BenchmarkError, load_benchmark, load_split
+    from autotool.benchmarks import BenchmarkError, load_benchmark, load_split, policy_trained_on
     from eval.harness import EvalError, check_methods, evaluate
     from autotool.benchmarks import benchmark_bank
     from eval.methods import register_policy
@@ -56,17 +56,22 @@ def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedde
         benchmark = load_benchmark(bench)
         split = load_split(benchmark, seed)
         names = [m.strip() for m in methods.split(",") if m.strip()]
+        paths = default_policy_paths()
         for spec in policies:
             name, _, path = spec.rpartition("=")
             path, _, mode = path.rpartition(":") if path.endswith((":fast", ":reason")) else (path, "", None)
             if not Path(path, "manifest.json").is_file():
                 raise EvalError(f"--policy {spec}: {path} is not a policy folder (no manifest.json)")
             register_policy(name or "policy", path, mode)
+            paths[name or "policy"] = Path(path)
             if (name or "policy") not in names:
                 names.append(name or "policy")
         split_names = [s.strip() for s in splits.split(",") if s.strip()]
         for name in split_names:
             split.query_ids(name)  # unknown split names fail before any work
+        paths = {name: paths[name] for name in names if paths.get(name) is not None}  # the policy methods
+        if "all" in split_names:
+            refuse_foreign_if_trained(paths, benchmark)
         try:
             excluded = {name: set().union(*(report.evaluated_queries(run, benchmark.name, name)
                                             for run in exclude_runs)) for name in split_names}
@@ -80,6 +85,8 @@ def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedde
                    "n_tools": len(benchmark.tools), "embedder": bank.embedder_id,
                    "command": "python -m eval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
                    "policy_mode": policy_mode,
+                   "policies": {name: {"path": str(path), "trained_on": policy_trained_on(path)}
+                                for name, path in paths.items()},
                    "splits": [evaluate(benchmark, split, s, names, bank, limit, seed, single_tool,
                                        {"policy_mode": policy_mode, "device": device, "batch_size": batch_size},
                                        exclude=excluded[s])
@@ -92,6 +99,36 @@ def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedde
     report.write(results, out)
     click.echo(report.markdown(results))
     click.echo(f"wrote {out}/results.json, results.md, results.png, steps.csv ({results['wall_s']} s)")
+
+
+class TrainedOnCatalog(click.ClickException):
+    """`--split all` (the catalog as foreign) for a policy whose manifest says it trained on the catalog."""
+
+    exit_code = 2
+
+
+def default_policy_paths() -> dict[str, Path | None]:
+    """The folder methods `policy` and `policy-fast` read: `$AUTOTOOL_HOME/policy`, else the shipped policy
+    (None when neither exists: then they use the untrained anchor)."""
+    from autotool.select import SHIPPED_POLICY, default_policy_path
+
+    default = next((p for p in (default_policy_path(), SHIPPED_POLICY) if (p / "manifest.json").is_file()), None)
+    return {"policy": default, "policy-fast": default}
+
+
+def refuse_foreign_if_trained(paths: dict[str, Path], benchmark) -> None:
+    """Exit 2 when the manifest of a policy method's folder (`paths`: method -> folder) says it trained on
+    `benchmark` (by name or by its tool names): `--split all` would call a training catalog foreign."""
+    from autotool.benchmarks import trained_on_bench
+
+    for name, path in paths.items():
+        entries = trained_on_bench(path, benchmark)
+        if entries:
+            runs = ", ".join(f"{e['catalog']} {e.get('split')} split (seed {e.get('seed')})" for e in entries)
+            raise TrainedOnCatalog(
+                f"--split all evaluates {benchmark.name} as a catalog no policy trained on, but policy {name!r} "
+                f"trained on it: {path / 'manifest.json'} records {runs}. Evaluate it on the catalog's held-out "
+                "tools (--split seen-test,unseen-test with the same --seed) or on a catalog it never trained on.")
 
 
 if __name__ == "__main__":

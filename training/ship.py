@@ -4,7 +4,8 @@
         --command "make train-default" --data "metatool train, then seal_tools train"
 
 The manifest gains `shipped`: the data, the command, the commit, the date, and the chain of runs that led to
-the policy (each run's stage, benchmark, split seed and config, following `config.init` back to the start).
+the policy (each run's stage, benchmark, split seed and config, following `config.init` back to the start),
+and `trained_on` lists every catalog and split of that chain ([{catalog, split, seed}, ...]).
 
 With `--unless-worse-on-val` the policy replaces the one at DEST only if its calibrated val hit@1 (the mean
 over the benchmarks `python -m training.calibrate --write` fitted it on) is at least DEST's, on the same val
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import click
 
+from autotool.benchmarks import policy_trained_on
 from toolbank import atomic_path
 from training.cli import CommandError, doc_help, run
 
@@ -101,6 +103,7 @@ def cli(policy: Path, dest: Path, command: str, data: str, unless_worse_on_val: 
             return 0
     manifest["shipped"] = {"data": data, "command": command, "commit": commit(),
                            "date": datetime.date.today().isoformat(), "lineage": lineage(policy)}
+    manifest["trained_on"] = policy_trained_on(policy)  # every catalog and split of the lineage, explicitly
     manifest.pop("config", None)  # the last run's config is in the lineage
     with atomic_path(dest) as tmp:
         shutil.copytree(policy, tmp, ignore=shutil.ignore_patterns("manifest.json"))

@@ -93,7 +93,7 @@ class Trainer:
     def __init__(self, config: RunConfig, stages: list[str], phase: str):
         from accelerate import Accelerator
 
-        from autotool.benchmarks import load_benchmark, load_split
+        from autotool.benchmarks import FOREIGN_VALIDATION, catalog_role, load_benchmark, load_split
         from autotool.benchmarks import benchmark_bank
 
         self.config, self.stages = config, stages
@@ -102,10 +102,13 @@ class Trainer:
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
         self.main = self.accelerator.is_main_process
         self.out = Path(config.out)
+        self.bench = load_benchmark(config.benchmark)
+        if catalog_role(self.bench) == "foreign-validation":  # issue #23: judged on, never trained on
+            raise DataError(f"{config.benchmark} is a foreign validation catalog ({', '.join(FOREIGN_VALIDATION)}): "
+                            "it is never trained on; train on a training catalog or a catalog of your own")
         if self.main:
             loop.write_config(self.out, config)
         self.log = loop.RunLog(self.out, enabled=self.main)
-        self.bench = load_benchmark(config.benchmark)
         self.split = load_split(self.bench, config.seed)
         self.title = f"{phase} on {self.bench.name}"
         self.bank = benchmark_bank(self.bench, config.embedder)
@@ -186,6 +189,14 @@ class Trainer:
         self.source = initial
         return self._place(policy)
 
+    def record_training(self) -> None:
+        """Add this run's catalog and split to the policy's `trained_on` (its start policy's list, or what the
+        start policy's manifest implies: `autotool.benchmarks.manifest_trained_on`)."""
+        from autotool.benchmarks import manifest_trained_on, merge_trained_on, training_record
+
+        self.policy.info["trained_on"] = merge_trained_on(manifest_trained_on(self.policy.info),
+                                                          [training_record(self.bench, self.config.seed)])
+
     # -- stages ---------------------------------------------------------------------------------
     def evaluate(self, label: str) -> None:
         c = self.config.eval
@@ -223,6 +234,7 @@ class Trainer:
                 self.policy = self._load(checkpoint / "policy")
                 first = json.loads((checkpoint / "trainer.json").read_text())["step"]
                 tqdm.write(f"{stage}: resuming at step {first} from {checkpoint}")
+            self.record_training()  # before any checkpoint is written, so every saved folder carries it
             optimizer = optimizers[stage]()
             if checkpoint is not None:
                 loop.load_optimizer_state(optimizer, checkpoint)

@@ -79,6 +79,12 @@ def test_phase1_writes_policies_metrics_curves_and_evaluations(phase1_run):
     assert {"seen-test/hit@1", "seen-test/format_error", "seen-test/reward"} <= set(evaluation["metrics"])
     manifest = json.loads((out / "policy-grpo" / "manifest.json").read_text())
     assert manifest["trained"] == "phase 1 on tiny: grpo" and manifest["split_seed"] == 0
+    # Every saved policy folder (stage ends and checkpoints) records the catalog and split it trained on.
+    record = [{"catalog": "tiny", "split": "train", "seed": 0, "tools_digest": manifest["trained_on"][0]["tools_digest"]}]
+    assert manifest["trained_on"] == record and len(record[0]["tools_digest"]) == 16
+    saved = [out / "policy-sft", *(out / "checkpoints").glob("*/policy")]
+    assert len(saved) > 1 and all(json.loads((p / "manifest.json").read_text())["trained_on"] == record for p in saved)
+    assert "trained_on" not in json.loads((out / "policy-initial" / "manifest.json").read_text())
 
 
 def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder):

@@ -21,6 +21,8 @@ def test_ship_copies_the_policy_and_records_how_it_was_made(bank, tmp_path):
     shipped = manifest["shipped"]
     assert shipped["command"] == "make train-default" and shipped["data"] == "a, then b" and shipped["commit"]
     assert [run["benchmark"] for run in shipped["lineage"]] == ["a", "b"]
+    assert manifest["trained_on"] == [{"catalog": "a", "split": "train", "seed": 0},
+                                      {"catalog": "b", "split": "train", "seed": 0}]  # merged from the lineage
     assert "config" not in manifest
     assert Policy.load(dest, bank).info["shipped"]["lineage"][0]["trained"] == "phase 1 on a: sft"
     assert main([str(tmp_path / "nothing"), str(dest), "--command", "x", "--data", "y"]) == 2
