@@ -89,10 +89,15 @@ def load_no_tool(name_or_path: str | Path = "metatool_no_tool") -> Benchmark:
 def _load(name_or_path: str | Path, vendored: tuple[str, ...], no_tool: bool) -> Benchmark:
     folder = DATA / str(name_or_path) if str(name_or_path) in vendored else Path(name_or_path)
     if not folder.is_dir():
-        hint = f" ({name_or_path} holds queries that need no tool: read it with load_no_tool)" \
-            if str(name_or_path) in ABSTENTION else ""
-        raise BenchmarkError(f"no benchmark {str(name_or_path)!r}: expected one of {', '.join(vendored)} or a folder "
-                             f"holding tools.jsonl and queries.jsonl{hint}")
+        hint = (
+            f" ({name_or_path} holds queries that need no tool: read it with load_no_tool)"
+            if str(name_or_path) in ABSTENTION
+            else ""
+        )
+        raise BenchmarkError(
+            f"no benchmark {str(name_or_path)!r}: expected one of {', '.join(vendored)} or a folder "
+            f"holding tools.jsonl and queries.jsonl{hint}"
+        )
     for file in ("tools.jsonl", "queries.jsonl"):
         if not (folder / file).is_file():
             raise BenchmarkError(f"{folder / file} is missing; a benchmark folder holds tools.jsonl and queries.jsonl")
@@ -116,8 +121,10 @@ def _load(name_or_path: str | Path, vendored: tuple[str, ...], no_tool: bool) ->
             if no_tool and gold:
                 raise BenchmarkError(f"{where}: gold tools {list(gold)}; a no-tool query has gold_tools []")
             if not gold and not no_tool:
-                raise BenchmarkError(f"{where}: no gold tool (a folder of queries that need no tool is read with "
-                                     "load_no_tool, not load_benchmark)")
+                raise BenchmarkError(
+                    f"{where}: no gold tool (a folder of queries that need no tool is read with "
+                    "load_no_tool, not load_benchmark)"
+                )
             if missing:
                 raise BenchmarkError(f"{where}: gold tool {missing[0]!r} is not in {folder / 'tools.jsonl'}")
             calls = (row.get("gold_args") or {}).get("calls")
@@ -128,8 +135,10 @@ def _load(name_or_path: str | Path, vendored: tuple[str, ...], no_tool: bool) ->
 def steps_of(query: Query) -> list[Step]:
     """Step i's gold is call i's tool, with the earlier calls as context; without calls, gold tools in order."""
     calls = query.calls or tuple({"tool": name, "args": None} for name in query.gold_tools)
-    return [Step(query, i, call["tool"], call.get("args"), tuple(c["tool"] for c in calls[:i]))
-            for i, call in enumerate(calls)]
+    return [
+        Step(query, i, call["tool"], call.get("args"), tuple(c["tool"] for c in calls[:i]))
+        for i, call in enumerate(calls)
+    ]
 
 
 @dataclass
@@ -160,8 +169,9 @@ def _tools_digest(bench: Benchmark) -> str:
     return hashlib.sha256("\n".join(sorted(bench.tool_names)).encode()).hexdigest()[:16]
 
 
-def make_split(bench: Benchmark, seed: int = 0, seen_fraction: float = 0.34, val_fraction: float = 0.2,
-               test_fraction: float = 0.2) -> Split:
+def make_split(
+    bench: Benchmark, seed: int = 0, seen_fraction: float = 0.34, val_fraction: float = 0.2, test_fraction: float = 0.2
+) -> Split:
     """Seeded split. Tools: `seen_fraction` seen, of which `val_fraction` are validation tools.
 
     Queries: `unseen-test` has at least one unseen gold tool; `val` at least one validation tool and no
@@ -199,26 +209,50 @@ def load_split(bench: Benchmark, seed: int = 0) -> Split:
         except (OSError, ValueError, KeyError) as e:
             raise BenchmarkError(f"{path} is not a split file ({e}); delete it to make it again") from None
         if data.get("tools_digest") != _tools_digest(bench):
-            raise BenchmarkError(f"{path} was made for another tool list than {bench.folder / 'tools.jsonl'}; "
-                                 "delete it to make the split again (and retrain on the new split)")
+            raise BenchmarkError(
+                f"{path} was made for another tool list than {bench.folder / 'tools.jsonl'}; "
+                "delete it to make the split again (and retrain on the new split)"
+            )
         return split
     split = make_split(bench, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, json.dumps({"version": SPLIT_VERSION, "bench": split.bench, "seed": seed,
-                                   "tools_digest": _tools_digest(bench), "tools": split.tools,
-                                   "queries": split.queries}, indent=1) + "\n")
+    atomic_write(
+        path,
+        json.dumps(
+            {
+                "version": SPLIT_VERSION,
+                "bench": split.bench,
+                "seed": seed,
+                "tools_digest": _tools_digest(bench),
+                "tools": split.tools,
+                "queries": split.queries,
+            },
+            indent=1,
+        )
+        + "\n",
+    )
     return split
 
 
-def select_queries(bench: Benchmark, split: Split, name: str, limit: int | None = None, seed: int = 0,
-                   single_tool: bool = False, exclude: Collection[str] = ()) -> list[Query]:
+def select_queries(
+    bench: Benchmark,
+    split: Split,
+    name: str,
+    limit: int | None = None,
+    seed: int = 0,
+    single_tool: bool = False,
+    exclude: Collection[str] = (),
+) -> list[Query]:
     """The queries of split `name` (in file order), optionally single-tool only, less the ids in `exclude`,
     sampled down to `limit`."""
     ids = split.query_ids(name)
     wanted = None if ids is None else set(ids)
     excluded = set(exclude)
-    queries = [q for q in bench.queries if (wanted is None or q.id in wanted) and q.id not in excluded
-               and (not single_tool or len(q.gold_tools) == 1)]
+    queries = [
+        q
+        for q in bench.queries
+        if (wanted is None or q.id in wanted) and q.id not in excluded and (not single_tool or len(q.gold_tools) == 1)
+    ]
     if limit is not None and len(queries) > limit:
         keep = set(random.Random(seed).sample(range(len(queries)), limit))
         queries = [q for i, q in enumerate(queries) if i in keep]
@@ -280,8 +314,11 @@ def manifest_trained_on(manifest: dict, seen: set[Path] | None = None) -> list[d
     seen = set(seen or ())
     while manifest is not None:
         runs = [*((manifest.get("shipped") or {}).get("lineage") or []), manifest]  # first to last
-        legacy = [{"catalog": run["benchmark"], "split": "train", "seed": run.get("split_seed")}
-                  for run in runs if run.get("benchmark")]
+        legacy = [
+            {"catalog": run["benchmark"], "split": "train", "seed": run.get("split_seed")}
+            for run in runs
+            if run.get("benchmark")
+        ]
         entries = merge_trained_on(manifest.get("trained_on") or [], legacy, entries)  # ancestors come first
         init = (manifest.get("config") or {}).get("init")
         manifest = None
@@ -332,7 +369,7 @@ def step_input(bank: ToolBank, step: Step):
     from autotool.prompts import StepRecord, history
     from autotool.rollout import StepInput
 
-    earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[:step.index]]
+    earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[: step.index]]
     if not step.query.calls:
         earlier = [StepRecord("", name, {}) for name in step.context]
     return StepInput(step.query.text, history(earlier, bank.get), step.context)

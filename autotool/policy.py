@@ -25,22 +25,18 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
-import shutil
 import warnings
+from collections.abc import Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection, Sequence
 
-import numpy as np
 import torch
 from torch import nn
 
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
 from autotool.prompts import prompt, shared_prefix
 from autotool.selection import tool_scores
-from toolbank import Tool, ToolBank, atomic_path
+from toolbank import ToolBank, atomic_path
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -90,7 +86,9 @@ class AnchorHead(nn.Module):
         """False while W is exactly zero: the LM's hidden state cannot change the anchor."""
         return bool(self.W.weight.detach().abs().max() > 0)
 
-    def forward(self, h: torch.Tensor | None, query: torch.Tensor, rationale: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, h: torch.Tensor | None, query: torch.Tensor, rationale: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """(batch, dim) unit anchors from h (batch, hidden) or None, query and rationale (batch, dim) embeddings."""
         out = self.a * query
         if h is not None:
@@ -99,15 +97,21 @@ class AnchorHead(nn.Module):
             out = out + self.b * rationale
         return nn.functional.normalize(out, dim=-1)
 
-    def logits(self, anchors: torch.Tensor, tools: torch.Tensor, lexical: torch.Tensor | None = None,
-               later: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(
+        self,
+        anchors: torch.Tensor,
+        tools: torch.Tensor,
+        lexical: torch.Tensor | None = None,
+        later: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """(batch, n_tools) `-g ||e' - e_k||^2` up to a per-row constant, i.e. `2 g e'.e_k` for unit vectors,
         plus `2 g l lexical` when `lexical` (batch, n_tools), the normalised BM25 scores, is given; `later`
         (batch,) bool marks the rows of steps after earlier calls, weighed by `l_later`."""
         return self.sharpen(anchors @ tools.T, lexical, later)
 
-    def sharpen(self, cosines: torch.Tensor, lexical: torch.Tensor | None = None,
-                later: torch.Tensor | bool | None = None) -> torch.Tensor:
+    def sharpen(
+        self, cosines: torch.Tensor, lexical: torch.Tensor | None = None, later: torch.Tensor | bool | None = None
+    ) -> torch.Tensor:
         """Logits from cosines `e'.e_k` (n_tools,) or (batch, n_tools): `2 g tool_scores(...)`, with
         `l_later` in the rows `later` marks (a bool, or one per row); without the prior when `lexical` is None."""
         return 2.0 * self.log_g.exp() * tool_scores(cosines, lexical, self.lexical, self.lexical_later, later)
@@ -116,8 +120,17 @@ class AnchorHead(nn.Module):
 class Policy:
     """Backbone (+ LoRA) and anchor head; see the module docstring."""
 
-    def __init__(self, model, tokenizer, head: AnchorHead, backbone: str, embedder: str, dim: int,
-                 trained: bool = False, info: dict | None = None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        head: AnchorHead,
+        backbone: str,
+        embedder: str,
+        dim: int,
+        trained: bool = False,
+        info: dict | None = None,
+    ):
         self._model, self._tokenizer, self.head = model, tokenizer, head
         self.backbone, self.embedder, self.dim = backbone, embedder, dim
         self.trained, self.info = trained, info or {}
@@ -162,8 +175,9 @@ class Policy:
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def create(cls, bank: ToolBank, backbone: str | Path | None = None, anchor: str = "residual",
-               lora_rank: int = 8) -> "Policy":
+    def create(
+        cls, bank: ToolBank, backbone: str | Path | None = None, anchor: str = "residual", lora_rank: int = 8
+    ) -> Policy:
         """An untrained policy for `bank`'s embedding space: LoRA adapters at zero, W at zero."""
         from peft import LoraConfig, get_peft_model
 
@@ -171,9 +185,17 @@ class Policy:
         # The protocol's tokens are new to the backbone: their embedding rows train with the adapters.
         special = tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS)
         with _quiet_peft():
-            model = get_peft_model(model, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.0,
-                                                     target_modules=LORA_TARGETS, task_type="CAUSAL_LM",
-                                                     trainable_token_indices={"embed_tokens": special}))
+            model = get_peft_model(
+                model,
+                LoraConfig(
+                    r=lora_rank,
+                    lora_alpha=2 * lora_rank,
+                    lora_dropout=0.0,
+                    target_modules=LORA_TARGETS,
+                    task_type="CAUSAL_LM",
+                    trainable_token_indices={"embed_tokens": special},
+                ),
+            )
         model.eval()
         head = AnchorHead(model.config.hidden_size, bank.dim, anchor)
         backbone_id = DEFAULT_BACKBONE if backbone in (None, "default") else str(backbone)
@@ -188,8 +210,15 @@ class Policy:
             # The special tokens' rows are in the adapter; the rest of the embedding matrix is the backbone's.
             self.model.save_pretrained(tmp / "adapter", safe_serialization=True, save_embedding_layers=False)
             self.save_head(tmp)
-            manifest = {"format_version": FORMAT_VERSION, "backbone": self.backbone, "embedder": self.embedder,
-                        "dim": self.dim, "anchor": self.head.anchor, "hidden": self.head.W.in_features, **self.info}
+            manifest = {
+                "format_version": FORMAT_VERSION,
+                "backbone": self.backbone,
+                "embedder": self.embedder,
+                "dim": self.dim,
+                "anchor": self.head.anchor,
+                "hidden": self.head.W.in_features,
+                **self.info,
+            }
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
 
     def save_head(self, path: str | Path) -> None:
@@ -200,7 +229,7 @@ class Policy:
             save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()}, tmp)
 
     @classmethod
-    def load(cls, path: str | Path, bank: ToolBank | None = None, trainable: bool = False) -> "Policy":
+    def load(cls, path: str | Path, bank: ToolBank | None = None, trainable: bool = False) -> Policy:
         """Load a policy folder (safetensors only); with `bank`, check it shares the bank's embedder.
 
         `trainable=True` leaves the adapter's parameters trainable (to resume or continue training). Otherwise
@@ -215,11 +244,15 @@ class Policy:
             raise PolicyError(f"{path} is not a policy folder (no readable manifest.json)") from None
         version = manifest.get("format_version")
         if version not in READABLE_VERSIONS:
-            raise PolicyError(f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this autotool "
-                              f"reads versions {', '.join(map(str, READABLE_VERSIONS))}")
+            raise PolicyError(
+                f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this autotool "
+                f"reads versions {', '.join(map(str, READABLE_VERSIONS))}"
+            )
         if bank is not None and (manifest["embedder"], manifest["dim"]) != (bank.embedder_id, bank.dim):
-            raise PolicyError(f"policy {path} was trained on embeddings of {manifest['embedder']} (dim "
-                              f"{manifest['dim']}), but bank {bank.path} uses {bank.embedder_id} (dim {bank.dim})")
+            raise PolicyError(
+                f"policy {path} was trained on embeddings of {manifest['embedder']} (dim "
+                f"{manifest['dim']}), but bank {bank.path} uses {bank.embedder_id} (dim {bank.dim})"
+            )
         if not (path / "anchor_head.safetensors").is_file():
             raise PolicyError(f"{path / 'anchor_head.safetensors'} is missing")
         if not (path / "adapter" / "adapter_config.json").is_file():
@@ -242,10 +275,15 @@ class Policy:
             state.setdefault("lexical_later", state["lexical"])
         missing = sorted(set(head.state_dict()) - set(state))
         if missing:
-            raise PolicyError(f"{path / 'anchor_head.safetensors'} lacks {', '.join(missing)} (format version {version})")
+            raise PolicyError(
+                f"{path / 'anchor_head.safetensors'} lacks {', '.join(missing)} (format version {version})"
+            )
         head.load_state_dict(state)
-        info = {k: v for k, v in manifest.items()
-                if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")}
+        info = {
+            k: v
+            for k, v in manifest.items()
+            if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")
+        }
         policy = cls(None, None, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
         policy._load_lm = load_lm
         if trainable:
@@ -258,7 +296,7 @@ class Policy:
             return self.head.W.weight.device
         return next(self.model.parameters()).device
 
-    def to(self, device: str | torch.device) -> "Policy":
+    def to(self, device: str | torch.device) -> Policy:
         """Move the backbone and the anchor head to `device` (e.g. "cuda"); returns the policy."""
         self.model.to(device)
         self.head.to(device)
@@ -320,7 +358,7 @@ class Policy:
                 self.model(input_ids=prefix, use_cache=True, logits_to_keep=1, **self.cache_kwargs(cache))
             self._prefix_cache = (prefix[0], cache)
         prefix, cache = self._prefix_cache
-        if ids.shape[1] <= len(prefix) or not torch.equal(ids[0, :len(prefix)], prefix):
+        if ids.shape[1] <= len(prefix) or not torch.equal(ids[0, : len(prefix)], prefix):
             return None
         return copy.deepcopy(cache)  # generate extends the cache it is given
 
@@ -335,12 +373,23 @@ class Policy:
             with self.merged():
                 cache = self.prefix_cache(ids)
         start = 0 if cache is None else cache.get_seq_length()
-        out = self.model(input_ids=ids[:, start:], use_cache=cache is not None, output_hidden_states=True,
-                         logits_to_keep=1, **self.cache_kwargs(cache))
+        out = self.model(
+            input_ids=ids[:, start:],
+            use_cache=cache is not None,
+            output_hidden_states=True,
+            logits_to_keep=1,
+            **self.cache_kwargs(cache),
+        )
         return out.hidden_states[-1][0, -1]
 
-    def generate_ids(self, prompts: Sequence[list[int]], max_new_tokens: int, stop: str, sample: bool = False,
-                     temperature: float = 1.0) -> list[list[int]]:
+    def generate_ids(
+        self,
+        prompts: Sequence[list[int]],
+        max_new_tokens: int,
+        stop: str,
+        sample: bool = False,
+        temperature: float = 1.0,
+    ) -> list[list[int]]:
         """Continue each prompt (token ids, left-padded into one batch); each result is cut after the special
         token `stop` (kept) or before eos. A single prompt of a frozen policy reuses the system prompt's cache."""
         tokenizer, stop_id = self.tokenizer, self.tokenizer.convert_tokens_to_ids(stop)
@@ -350,9 +399,15 @@ class Policy:
         options = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if sample else dict(do_sample=False)
         with self.merged(), torch.inference_mode():
             cache = self.prefix_cache(ids) if len(prompts) == 1 else None
-            out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                      eos_token_id=[stop_id, tokenizer.eos_token_id], pad_token_id=pad,
-                                      **self.cache_kwargs(cache), **options)
+            out = self.model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=[stop_id, tokenizer.eos_token_id],
+                pad_token_id=pad,
+                **self.cache_kwargs(cache),
+                **options,
+            )
         results = []
         for row in out[:, width:].tolist():
             cut = []
@@ -371,13 +426,14 @@ class Policy:
         return self.tokenizer.decode(ids, skip_special_tokens=False).removesuffix(stop)
 
     # -- selection ------------------------------------------------------------------------------
-    def anchors(self, embedder, queries: Sequence[str], rationales: Sequence[str],
-                hidden: torch.Tensor | None = None) -> torch.Tensor:
+    def anchors(
+        self, embedder, queries: Sequence[str], rationales: Sequence[str], hidden: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """(n, dim) unit anchors of n steps from their requests, rationales ("" for none: no rationale term) and
         (n, hidden) hidden states at `<tool_anchor>` (None while W is zero)."""
         vectors = embed(embedder, list(queries) + list(rationales)).to(self.device)
         with torch.no_grad():
-            return self.head(hidden, vectors[:len(queries)], vectors[len(queries):])
+            return self.head(hidden, vectors[: len(queries)], vectors[len(queries) :])
 
 
 def embed(embedder, texts: Sequence[str]) -> torch.Tensor:

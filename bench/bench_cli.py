@@ -35,8 +35,9 @@ CODE = ROOT  # where the commands import toolbank and autotool from (--code)
 def timed(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of one run of `argv`, which must succeed."""
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=CODE,
-                               env=os.environ | {"PYTHONPATH": str(CODE)})
+    process = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=CODE, env=os.environ | {"PYTHONPATH": str(CODE)}
+    )
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
     stderr = process.stderr.read().decode(errors="replace")
@@ -48,8 +49,10 @@ def timed(argv: list[str]) -> tuple[float, float]:
 
 def row(label: str, command: str, runs: list[tuple[float, float]]) -> str:
     walls = [w for w, _ in runs]
-    return (f"| {label} | `{command}` | {statistics.median(walls):.2f} | {min(walls):.2f} | {max(walls):.2f} | "
-            f"{statistics.median(r for _, r in runs):.0f} |")
+    return (
+        f"| {label} | `{command}` | {statistics.median(walls):.2f} | {min(walls):.2f} | {max(walls):.2f} | "
+        f"{statistics.median(r for _, r in runs):.0f} |"
+    )
 
 
 class Server:
@@ -58,8 +61,9 @@ class Server:
 
     def __init__(self, argv: list[str]):
         self.start = time.perf_counter()
-        self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, cwd=ROOT)
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+        )
         self.stderr: list[str] = []
         line = self.process.stderr.readline()
         while line and not line.startswith(("ready:", "serving ")):
@@ -71,8 +75,10 @@ class Server:
         self.ready = time.perf_counter() - self.start
         threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
         self.next_id = 0
-        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                    "clientInfo": {"name": "bench_cli", "version": "0"}})
+        self.request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench_cli", "version": "0"}},
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def send(self, message: dict) -> None:
@@ -111,24 +117,39 @@ def ensure_bank(path: Path) -> None:
 
 
 @click.command(help=__doc__)
-@click.option("--bank", "bank_path", type=click.Path(file_okay=False, path_type=Path), default=Path("/tmp/b4k"),
-              show_default=True, help="The bank (built from Seal-Tools when missing).")
+@click.option(
+    "--bank",
+    "bank_path",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("/tmp/b4k"),
+    show_default=True,
+    help="The bank (built from Seal-Tools when missing).",
+)
 @click.option("--repeat", default=5, show_default=True, type=click.IntRange(min=1), help="Runs of each command.")
 @click.option("--skip-serve", is_flag=True, help="Leave out the `autotool serve --preload` rows.")
-@click.option("--code", type=click.Path(file_okay=False, exists=True, path_type=Path),
-              help="Run the commands with the toolbank and autotool packages in this folder (an older version).")
+@click.option(
+    "--code",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Run the commands with the toolbank and autotool packages in this folder (an older version).",
+)
 def main(bank_path: Path, repeat: int, skip_serve: bool, code: Path | None) -> None:
     global CODE
     ensure_bank(bank_path)
     if code is not None:
         CODE, skip_serve = code.resolve(), True
     py = sys.executable
-    commands = [(f"toolbank search, {mode}", [py, "-m", "toolbank", "--bank", str(bank_path), "search", QUERY,
-                                             "--mode", mode]) for mode in ("bm25", "dense", "hybrid")]
-    commands += [("autotool select --mode fast (no arguments)",
-                  [py, "-m", "autotool", "select", QUERY, "--mode", "fast", "--bank", str(bank_path)]),
-                 ("python -c 'import torch' (for scale)", [py, "-c", "import torch"]),
-                 ("python -c 'import numpy, faiss' (for scale)", [py, "-c", "import numpy, faiss"])]
+    commands = [
+        (f"toolbank search, {mode}", [py, "-m", "toolbank", "--bank", str(bank_path), "search", QUERY, "--mode", mode])
+        for mode in ("bm25", "dense", "hybrid")
+    ]
+    commands += [
+        (
+            "autotool select --mode fast (no arguments)",
+            [py, "-m", "autotool", "select", QUERY, "--mode", "fast", "--bank", str(bank_path)],
+        ),
+        ("python -c 'import torch' (for scale)", [py, "-c", "import torch"]),
+        ("python -c 'import numpy, faiss' (for scale)", [py, "-c", "import numpy, faiss"]),
+    ]
     lines = ["| what | command | median s | min s | max s | peak RSS MiB |", "|---|---|---:|---:|---:|---:|"]
     for label, argv in commands:
         timed(argv)  # untimed: makes the caches a first run makes (ONNX export, bm25.npz)
@@ -145,18 +166,24 @@ def main(bank_path: Path, repeat: int, skip_serve: bool, code: Path | None) -> N
                 ready.append(server.ready)
                 first.append(server.call("select_tool", {"query": QUERY})[0])  # reason mode, with arguments
                 second.append(server.call("select_tool", {"query": QUERY})[0])  # the same work again
-                fast.append(server.call("select_tool", {"query": "book a flight to Rome", "mode": "fast",
-                                                        "arguments": False})[0])
+                fast.append(
+                    server.call("select_tool", {"query": "book a flight to Rome", "mode": "fast", "arguments": False})[
+                        0
+                    ]
+                )
             finally:
                 server.close()
             noisy += [line for line in server.stderr if "DEBUG" in line or "it/s]" in line or "%|" in line]
         command = "python -m autotool serve --bank BANK --preload"
-        for label, values in [("serve --preload: spawn to `ready:` line", ready),
-                              ("first MCP select_tool (reason, arguments)", first),
-                              ("the same select_tool again", second),
-                              ("then select_tool fast, no arguments", fast)]:
-            lines.append(f"| {label} | `{command}` | {statistics.median(values):.2f} | {min(values):.2f} | "
-                         f"{max(values):.2f} | |")
+        for label, values in [
+            ("serve --preload: spawn to `ready:` line", ready),
+            ("first MCP select_tool (reason, arguments)", first),
+            ("the same select_tool again", second),
+            ("then select_tool fast, no arguments", fast),
+        ]:
+            lines.append(
+                f"| {label} | `{command}` | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} | |"
+            )
         cold = []
         for _ in range(repeat):
             server = Server(argv[:-1])  # without --preload: the first call loads the policy
@@ -164,8 +191,10 @@ def main(bank_path: Path, repeat: int, skip_serve: bool, code: Path | None) -> N
                 cold.append(server.call("select_tool", {"query": QUERY})[0])
             finally:
                 server.close()
-        lines.append(f"| first MCP select_tool without --preload (loads the policy) | `{command.removesuffix(' --preload')}` "
-                     f"| {statistics.median(cold):.2f} | {min(cold):.2f} | {max(cold):.2f} | |")
+        lines.append(
+            f"| first MCP select_tool without --preload (loads the policy) | `{command.removesuffix(' --preload')}` "
+            f"| {statistics.median(cold):.2f} | {min(cold):.2f} | {max(cold):.2f} | |"
+        )
         lines.append(f"\nserver stderr lines with DEBUG or a progress bar: {len(noisy)}")
     click.echo("\n".join(lines))
 

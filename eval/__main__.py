@@ -20,34 +20,70 @@ from autotool.benchmarks import QUERY_SPLITS
 
 @click.command(help=__doc__)
 @click.option("--bench", required=True, help="metatool, seal_tools, or a folder with tools.jsonl and queries.jsonl.")
-@click.option("--methods", default="bm25,dense,hybrid", show_default=True,
-              help="Comma-separated methods (see eval/methods.py).")
-@click.option("--split", "splits", default="seen-test,unseen-test", show_default=True,
-              help=f"Comma-separated query splits: {', '.join(QUERY_SPLITS)}.")
+@click.option(
+    "--methods", default="bm25,dense,hybrid", show_default=True, help="Comma-separated methods (see eval/methods.py)."
+)
+@click.option(
+    "--split",
+    "splits",
+    default="seen-test,unseen-test",
+    show_default=True,
+    help=f"Comma-separated query splits: {', '.join(QUERY_SPLITS)}.",
+)
 @click.option("--limit", type=int, default=None, help="Sample at most this many queries per split (seeded).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the tool split and of sampling.")
 @click.option("--single-tool", is_flag=True, help="Only queries with one gold tool.")
-@click.option("--exclude-run", "exclude_runs", multiple=True, type=click.Path(file_okay=False), metavar="DIR",
-              help="Leave out the queries that the evaluation written to DIR scored on the same split (listed "
-                   "in its results.json), then sample: a sample disjoint from an earlier run's. Repeatable.")
+@click.option(
+    "--exclude-run",
+    "exclude_runs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="Leave out the queries that the evaluation written to DIR scored on the same split (listed "
+    "in its results.json), then sample: a sample disjoint from an earlier run's. Repeatable.",
+)
 @click.option("--embedder", default="default", show_default=True, help="Embedder of the evaluation bank.")
-@click.option("--policy", "policies", multiple=True, metavar="[NAME=]PATH[:MODE]",
-              help="Evaluate the policy folder PATH as method NAME (default name `policy`), in MODE (reason or "
-                   "fast; default --policy-mode); repeatable, to compare policies in one run. Without it, method "
-                   "`policy` is the default policy.")
-@click.option("--policy-mode", type=click.Choice(["reason", "fast"]), default="reason", show_default=True,
-              help="reason: the policy writes a rationale first; fast: it does not.")
+@click.option(
+    "--policy",
+    "policies",
+    multiple=True,
+    metavar="[NAME=]PATH[:MODE]",
+    help="Evaluate the policy folder PATH as method NAME (default name `policy`), in MODE (reason or "
+    "fast; default --policy-mode); repeatable, to compare policies in one run. Without it, method "
+    "`policy` is the default policy.",
+)
+@click.option(
+    "--policy-mode",
+    type=click.Choice(["reason", "fast"]),
+    default="reason",
+    show_default=True,
+    help="reason: the policy writes a rationale first; fast: it does not.",
+)
 @click.option("--device", default=None, help="Where the LLM methods run (cpu, cuda); default the GPU if there is one.")
-@click.option("--batch-size", type=click.IntRange(1), default=16, show_default=True,
-              help="Steps the LLM methods write at once.")
-@click.option("--out", type=click.Path(file_okay=False), default=None,
-              help="Output folder (default runs/eval-BENCH-TIME).")
-def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedder, policies, policy_mode, device,
-         batch_size, out):
+@click.option(
+    "--batch-size", type=click.IntRange(1), default=16, show_default=True, help="Steps the LLM methods write at once."
+)
+@click.option(
+    "--out", type=click.Path(file_okay=False), default=None, help="Output folder (default runs/eval-BENCH-TIME)."
+)
+def main(
+    bench,
+    methods,
+    splits,
+    limit,
+    seed,
+    single_tool,
+    exclude_runs,
+    embedder,
+    policies,
+    policy_mode,
+    device,
+    batch_size,
+    out,
+):
+    from autotool.benchmarks import BenchmarkError, benchmark_bank, load_benchmark, load_split, policy_trained_on
     from eval import report
-    from autotool.benchmarks import BenchmarkError, load_benchmark, load_split, policy_trained_on
     from eval.harness import EvalError, check_methods, evaluate
-    from autotool.benchmarks import benchmark_bank
     from eval.methods import register_policy
     from toolbank import BankError, EmbedderError
 
@@ -73,24 +109,44 @@ def main(bench, methods, splits, limit, seed, single_tool, exclude_runs, embedde
         if "all" in split_names:
             refuse_foreign_if_trained(paths, benchmark)
         try:
-            excluded = {name: set().union(*(report.evaluated_queries(run, benchmark.name, name)
-                                            for run in exclude_runs)) for name in split_names}
+            excluded = {
+                name: set().union(*(report.evaluated_queries(run, benchmark.name, name) for run in exclude_runs))
+                for name in split_names
+            }
         except ValueError as e:
             raise EvalError(f"--exclude-run: {e}") from None
         check_methods(names)  # before the bank is built
         bank = benchmark_bank(benchmark, embedder)
-        results = {"bench": benchmark.name, "seed": seed, "limit": limit, "single_tool": single_tool,
-                   "excluded_runs": list(exclude_runs),
-                   "excluded_queries": {name: len(ids) for name, ids in excluded.items()},
-                   "n_tools": len(benchmark.tools), "embedder": bank.embedder_id,
-                   "command": "python -m eval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
-                   "policy_mode": policy_mode,
-                   "policies": {name: {"path": str(path), "trained_on": policy_trained_on(path)}
-                                for name, path in paths.items()},
-                   "splits": [evaluate(benchmark, split, s, names, bank, limit, seed, single_tool,
-                                       {"policy_mode": policy_mode, "device": device, "batch_size": batch_size},
-                                       exclude=excluded[s])
-                              for s in split_names]}
+        results = {
+            "bench": benchmark.name,
+            "seed": seed,
+            "limit": limit,
+            "single_tool": single_tool,
+            "excluded_runs": list(exclude_runs),
+            "excluded_queries": {name: len(ids) for name, ids in excluded.items()},
+            "n_tools": len(benchmark.tools),
+            "embedder": bank.embedder_id,
+            "command": "python -m eval " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+            "policy_mode": policy_mode,
+            "policies": {
+                name: {"path": str(path), "trained_on": policy_trained_on(path)} for name, path in paths.items()
+            },
+            "splits": [
+                evaluate(
+                    benchmark,
+                    split,
+                    s,
+                    names,
+                    bank,
+                    limit,
+                    seed,
+                    single_tool,
+                    {"policy_mode": policy_mode, "device": device, "batch_size": batch_size},
+                    exclude=excluded[s],
+                )
+                for s in split_names
+            ],
+        }
     except (BenchmarkError, EvalError, BankError, EmbedderError) as e:
         raise click.ClickException(str(e)) from None
     results["drop"] = report.drops(results["splits"])
@@ -128,7 +184,8 @@ def refuse_foreign_if_trained(paths: dict[str, Path], benchmark) -> None:
             raise TrainedOnCatalog(
                 f"--split all evaluates {benchmark.name} as a catalog no policy trained on, but policy {name!r} "
                 f"trained on it: {path / 'manifest.json'} records {runs}. Evaluate it on the catalog's held-out "
-                "tools (--split seen-test,unseen-test with the same --seed) or on a catalog it never trained on.")
+                "tools (--split seen-test,unseen-test with the same --seed) or on a catalog it never trained on."
+            )
 
 
 if __name__ == "__main__":

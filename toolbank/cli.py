@@ -74,11 +74,17 @@ def unknown_namespaces(bank, namespaces) -> str | None:
     if not unknown:
         return None
     named = sorted(n for n in existing if n)
-    listed = (", ".join(f"{n} ({existing[n]})" for n in named[:20]) + (f" and {len(named) - 20} more" if len(named) > 20 else "")
-              if named else "none")
-    return (f"namespace{'s' if len(unknown) > 1 else ''} {', '.join(repr(printable(n)) for n in unknown)} "
-            f"{'do' if len(unknown) > 1 else 'does'} not exist in bank {bank.path}; its namespaces (tools): {listed}"
-            + (f"; {existing[None]} tools have none" if existing.get(None) else ""))
+    listed = (
+        ", ".join(f"{n} ({existing[n]})" for n in named[:20])
+        + (f" and {len(named) - 20} more" if len(named) > 20 else "")
+        if named
+        else "none"
+    )
+    return (
+        f"namespace{'s' if len(unknown) > 1 else ''} {', '.join(repr(printable(n)) for n in unknown)} "
+        f"{'do' if len(unknown) > 1 else 'does'} not exist in bank {bank.path}; its namespaces (tools): {listed}"
+        + (f"; {existing[None]} tools have none" if existing.get(None) else "")
+    )
 
 
 def _warm(bank) -> None:
@@ -87,8 +93,9 @@ def _warm(bank) -> None:
     try:
         bank.warm()
     except Exception as e:  # the next search will try again, and report it
-        click.echo(f"warning: the bank is written, but preparing it for search failed: {type(e).__name__}: {e}",
-                   err=True)
+        click.echo(
+            f"warning: the bank is written, but preparing it for search failed: {type(e).__name__}: {e}", err=True
+        )
 
 
 def _echo_json(data) -> None:
@@ -104,8 +111,12 @@ def _json_text(data) -> str:
 
 
 @click.group()
-@click.option("--bank", type=click.Path(file_okay=False), envvar="AUTOTOOL_BANK",
-              help="Bank folder. Default: $AUTOTOOL_BANK, else $AUTOTOOL_HOME/bank (~/.cache/autotool/bank).")
+@click.option(
+    "--bank",
+    type=click.Path(file_okay=False),
+    envvar="AUTOTOOL_BANK",
+    help="Bank folder. Default: $AUTOTOOL_BANK, else $AUTOTOOL_HOME/bank (~/.cache/autotool/bank).",
+)
 @click.pass_context
 def main(ctx: click.Context, bank: str | None) -> None:
     """Register, inspect and search the tools an agent can call."""
@@ -119,16 +130,26 @@ def _set_bank(ctx: click.Context, param, value: str | None) -> None:
 
 def bank_here(fn):
     """`--bank` after the subcommand too (`toolbank search --bank ./bank ...`); it wins over one before it."""
-    return click.option("--bank", type=click.Path(file_okay=False), expose_value=False, callback=_set_bank,
-                        help="Bank folder (also accepted before the subcommand).")(fn)
+    return click.option(
+        "--bank",
+        type=click.Path(file_okay=False),
+        expose_value=False,
+        callback=_set_bank,
+        help="Bank folder (also accepted before the subcommand).",
+    )(fn)
 
 
 @main.command()
 @bank_here
-@click.option("--embedder", default="default", show_default=True,
-              help="'default' (all-MiniLM-L6-v2), a local sentence-transformers folder, or hash:DIM.")
-@click.option("--index", "index_factory", default="flat", show_default=True,
-              help="flat, hnsw, or a FAISS factory string.")
+@click.option(
+    "--embedder",
+    default="default",
+    show_default=True,
+    help="'default' (all-MiniLM-L6-v2), a local sentence-transformers folder, or hash:DIM.",
+)
+@click.option(
+    "--index", "index_factory", default="flat", show_default=True, help="flat, hnsw, or a FAISS factory string."
+)
 @click.pass_context
 @_user_errors
 def init(ctx, embedder, index_factory):
@@ -138,8 +159,9 @@ def init(ctx, embedder, index_factory):
 
     path = _bank_path(ctx)
     if (path / "manifest.json").exists():
-        raise click.ClickException(f"{path} is already a bank; add tools with `toolbank --bank {path} add FILE`, "
-                                   "or choose a new folder")
+        raise click.ClickException(
+            f"{path} is already a bank; add tools with `toolbank --bank {path} add FILE`, or choose a new folder"
+        )
     try:
         bank = ToolBank.create(path, embedder, index_factory)
     except IndexFactoryError as e:
@@ -166,16 +188,23 @@ def _read_files(files, fmt, namespace):
         errors += file_errors
         for tool in file_tools:
             if tool.name in seen:
-                errors.append(ToolError(f"is also in {seen[tool.name]}; names must be unique across the files",
-                                        file=str(file), tool=tool.name, field="name"))
+                errors.append(
+                    ToolError(
+                        f"is also in {seen[tool.name]}; names must be unique across the files",
+                        file=str(file),
+                        tool=tool.name,
+                        field="name",
+                    )
+                )
                 continue
             seen[tool.name] = str(file)
             tools.append(tool)
     return tools, errors, notes
 
 
-def _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None, source="the input",
-         replace_only_in=None):
+def _add(
+    ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None, source="the input", replace_only_in=None
+):
     from toolbank.bank import NameClash, ToolBank
     from toolbank.tool import SUSPICIOUS_TAG, short
 
@@ -183,43 +212,63 @@ def _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None,
         click.echo(f"warning: {printable(note)}", err=True)
     for tool in tools:
         if not tool.description.strip():
-            click.echo(f"warning: tool {printable(short(tool.name))!r} has no description; search and selection can "
-                       "match it only by its name and parameters", err=True)
+            click.echo(
+                f"warning: tool {printable(short(tool.name))!r} has no description; search and selection can "
+                "match it only by its name and parameters",
+                err=True,
+            )
     for error in errors:
         click.echo(f"{'skipped' if skip_invalid else 'invalid'}: {printable(str(error))}", err=True)
     if errors and not skip_invalid:
-        raise click.ClickException(f"{len(errors)} invalid {'entry' if len(errors) == 1 else 'entries'} in "
-                                   f"{source} (listed above); nothing was changed. Fix them, or add the valid "
-                                   "tools with --skip-invalid")
+        raise click.ClickException(
+            f"{len(errors)} invalid {'entry' if len(errors) == 1 else 'entries'} in "
+            f"{source} (listed above); nothing was changed. Fix them, or add the valid "
+            "tools with --skip-invalid"
+        )
     if not tools and prune is None:
         raise click.ClickException(f"no valid tools in {source}; nothing was changed")
     path = _bank_path(ctx)
     if (path / "manifest.json").exists() and embedder:
-        raise click.ClickException(f"--embedder applies when creating a bank; {path} exists. "
-                                   "To re-embed it use `toolbank reindex --embedder ...`")
+        raise click.ClickException(
+            f"--embedder applies when creating a bank; {path} exists. "
+            "To re-embed it use `toolbank reindex --embedder ...`"
+        )
     # A new bank appears only with its tools: a failed or killed first add leaves the path as it was.
     try:
-        bank, report = ToolBank.open_and_add(path, tools, embedder=embedder, replace=replace,
-                                             progress=len(tools) >= 64, prune=prune, replace_only_in=replace_only_in)
+        bank, report = ToolBank.open_and_add(
+            path,
+            tools,
+            embedder=embedder,
+            replace=replace,
+            progress=len(tools) >= 64,
+            prune=prune,
+            replace_only_in=replace_only_in,
+        )
     except NameClash as e:
         raise click.ClickException(e.message("--replace")) from None
     _warm(bank)
     for name, phrase in report.flagged.items():
-        click.echo(f"warning: tool {short(name)!r}: its text addresses the model ({printable(phrase)!r}); tagged "
-                   f"{SUSPICIOUS_TAG!r} (leave it out of a search with --exclude-tag {SUSPICIOUS_TAG}; MCP "
-                   "search_tools leaves it out)", err=True)
-    click.echo(f"{bank.path}: added {len(report.added)}, replaced {len(report.replaced)}, "
-               f"unchanged {len(report.unchanged)}"
-               + (f", removed {len(report.removed)}" if prune is not None else "")
-               + f" ({report.embedded} texts embedded); {len(bank)} tools in all"
-               + (f"; skipped {len(errors)} invalid" if errors else ""))
+        click.echo(
+            f"warning: tool {short(name)!r}: its text addresses the model ({printable(phrase)!r}); tagged "
+            f"{SUSPICIOUS_TAG!r} (leave it out of a search with --exclude-tag {SUSPICIOUS_TAG}; MCP "
+            "search_tools leaves it out)",
+            err=True,
+        )
+    click.echo(
+        f"{bank.path}: added {len(report.added)}, replaced {len(report.replaced)}, "
+        f"unchanged {len(report.unchanged)}"
+        + (f", removed {len(report.removed)}" if prune is not None else "")
+        + f" ({report.embedded} texts embedded); {len(bank)} tools in all"
+        + (f"; skipped {len(errors)} invalid" if errors else "")
+    )
 
 
 _add_options = [
     click.option("--namespace", help="Put every tool in this namespace."),
     click.option("--replace", is_flag=True, help="Overwrite tools whose name is already in the bank."),
-    click.option("--skip-invalid", is_flag=True,
-                 help="Add the valid tools and list the invalid ones, instead of adding none."),
+    click.option(
+        "--skip-invalid", is_flag=True, help="Add the valid tools and list the invalid ones, instead of adding none."
+    ),
     click.option("--embedder", default=None, help="Embedder of a bank created by this command (see init)."),
 ]
 
@@ -234,8 +283,13 @@ def _with_add_options(fn):
 @bank_here
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @_with_add_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Format of every tool; detected per tool by default.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Format of every tool; detected per tool by default.",
+)
 @click.pass_context
 @_user_errors
 def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
@@ -245,19 +299,36 @@ def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
     (see --skip-invalid). Keys a format does not define are ignored with a warning; a schema under a key the
     format does not read is an error.
     """
-    _add(ctx, *_read_files(files, fmt, namespace), replace, skip_invalid, embedder,
-         source="FILES" if len(files) > 1 else files[0])
+    _add(
+        ctx,
+        *_read_files(files, fmt, namespace),
+        replace,
+        skip_invalid,
+        embedder,
+        source="FILES" if len(files) > 1 else files[0],
+    )
 
 
 @main.command("import")
 @bank_here
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @_with_add_options
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Format of every tool in FILES; detected per tool by default, as add does.")
-@click.option("--from-mcp", "command", metavar="COMMAND",
-              help='Start this MCP server over stdio (e.g. "python server.py --flag") and import its tools.')
-@click.option("--sync", is_flag=True, help="With --from-mcp: also remove the namespace's tools the server no longer lists.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Format of every tool in FILES; detected per tool by default, as add does.",
+)
+@click.option(
+    "--from-mcp",
+    "command",
+    metavar="COMMAND",
+    help='Start this MCP server over stdio (e.g. "python server.py --flag") and import its tools.',
+)
+@click.option(
+    "--sync", is_flag=True, help="With --from-mcp: also remove the namespace's tools the server no longer lists."
+)
 @click.option(
     "--timeout",
     default=30.0,
@@ -286,8 +357,14 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
     if files:
         if sync:
             raise click.UsageError("--sync applies to --from-mcp")
-        _add(ctx, *_read_files(files, fmt, namespace), replace, skip_invalid, embedder,
-             source="FILES" if len(files) > 1 else files[0])
+        _add(
+            ctx,
+            *_read_files(files, fmt, namespace),
+            replace,
+            skip_invalid,
+            embedder,
+            source="FILES" if len(files) > 1 else files[0],
+        )
         return
     from toolbank.mcp_import import list_server_tools, namespace_for
     from toolbank.tool import from_dicts
@@ -299,8 +376,18 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
     tools, errors = from_dicts(objects, source, "mcp", namespace=namespace, skip_invalid=True, notes=notes)
     click.echo(f"{source}: {len(objects)} tools listed, namespace {namespace!r}", err=True)
     # The server's own tools from an earlier import are updated; a name held by another namespace is not.
-    _add(ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=namespace if sync else None,
-         source=source, replace_only_in=None if replace else namespace)
+    _add(
+        ctx,
+        tools,
+        errors,
+        notes,
+        replace,
+        skip_invalid,
+        embedder,
+        prune=namespace if sync else None,
+        source=source,
+        replace_only_in=None if replace else namespace,
+    )
 
 
 @main.command()
@@ -357,12 +444,21 @@ def show(ctx, name, fmt, as_json):
 @bank_here
 @click.argument("query")
 @click.option("-k", default=5, show_default=True, type=click.IntRange(min=1), help="How many tools.")
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True,
-              help="dense: embedding cosine; bm25: keywords; hybrid: reciprocal rank fusion of both.")
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="hybrid",
+    show_default=True,
+    help="dense: embedding cosine; bm25: keywords; hybrid: reciprocal rank fusion of both.",
+)
 @click.option("--namespace", help="Only tools in this namespace.")
 @click.option("--tag", "tags", multiple=True, help="Only tools with this tag (repeatable).")
-@click.option("--exclude-tag", "exclude_tags", multiple=True,
-              help="No tools with this tag (repeatable), e.g. suspicious: tools whose text addresses the model.")
+@click.option(
+    "--exclude-tag",
+    "exclude_tags",
+    multiple=True,
+    help="No tools with this tag (repeatable), e.g. suspicious: tools whose text addresses the model.",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @click.pass_context
 @_user_errors
@@ -421,18 +517,33 @@ def stats(ctx, as_json):
 
 @main.command()
 @bank_here
-@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True,
-              help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="HTTP: the address to bind (loopback only by default; any other needs a token).")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="HTTP: the address to bind (loopback only by default; any other needs a token).",
+)
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP: the port.")
 @click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
-@click.option("--token-file", type=click.Path(dir_okay=False),
-              help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
-                   "required with a --host beyond loopback.")
-@click.option("--preload", is_flag=True,
-              help="Load the indexes and the embedder (exporting it to ONNX the first time) before serving, and "
-                   "say when ready; else they load on the first call.")
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
+    "required with a --host beyond loopback.",
+)
+@click.option(
+    "--preload",
+    is_flag=True,
+    help="Load the indexes and the embedder (exporting it to ONNX the first time) before serving, and "
+    "say when ready; else they load on the first call.",
+)
 @click.option("--verbose", is_flag=True, help="Also log debug lines and progress bars on stderr.")
 @click.pass_context
 @_user_errors
@@ -456,8 +567,13 @@ def serve(ctx, transport, host, port, allow_write, token_file, preload, verbose)
     bank = _load(ctx)
     loaded = preload_bank(bank) if preload else None
     announce_serving(bank, transport, host, port, allow_write, loaded)
-    run(build_server(bank, allow_write=allow_write, log_level="DEBUG" if verbose else "WARNING"), transport,
-        host=host, port=port, token=token)
+    run(
+        build_server(bank, allow_write=allow_write, log_level="DEBUG" if verbose else "WARNING"),
+        transport,
+        host=host,
+        port=port,
+        token=token,
+    )
 
 
 def quiet_logs(verbose: bool) -> None:
@@ -480,10 +596,14 @@ def preload_bank(bank) -> str:
 def announce_serving(bank, transport: str, host: str, port: int, allow_write: bool, loaded: str | None = None) -> None:
     """One line on stderr: what is served, where, and whether it can be written to; with `loaded` (--preload), it
     comes once everything is loaded, starting `ready:`, before the first request is read."""
-    click.echo(("ready: " if loaded else "") + f"serving {bank.path} ({len(bank)} tools) over {transport}"
-               + (f" at http://{host}:{port}/mcp" if transport == "http" else "")
-               + ("; add_tool enabled" if allow_write else "; read-only")
-               + (f"; {loaded}" if loaded else ""), err=True)
+    click.echo(
+        ("ready: " if loaded else "")
+        + f"serving {bank.path} ({len(bank)} tools) over {transport}"
+        + (f" at http://{host}:{port}/mcp" if transport == "http" else "")
+        + ("; add_tool enabled" if allow_write else "; read-only")
+        + (f"; {loaded}" if loaded else ""),
+        err=True,
+    )
 
 
 @main.command()

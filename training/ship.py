@@ -36,11 +36,20 @@ def lineage(policy: Path) -> list[dict]:
         seen.add(policy.resolve())
         manifest = json.loads((policy / "manifest.json").read_text())
         config = manifest.get("config", {})
-        chain.append({"policy": str(policy), "trained": manifest.get("trained"), "benchmark": manifest.get("benchmark"),
-                      "split_seed": manifest.get("split_seed"), "config": config})
+        chain.append(
+            {
+                "policy": str(policy),
+                "trained": manifest.get("trained"),
+                "benchmark": manifest.get("benchmark"),
+                "split_seed": manifest.get("split_seed"),
+                "config": config,
+            }
+        )
         if not config.get("init") and "shipped" in manifest:  # a shipped policy: its runs are in its manifest
-            chain[-1].update(shipped={k: v for k, v in manifest["shipped"].items() if k != "lineage"},
-                             calibrated=manifest.get("calibrated"))
+            chain[-1].update(
+                shipped={k: v for k, v in manifest["shipped"].items() if k != "lineage"},
+                calibrated=manifest.get("calibrated"),
+            )
             chain += manifest["shipped"]["lineage"][::-1]
             break
         policy = Path(config["init"]) if config.get("init") else None
@@ -51,11 +60,16 @@ def val_objective(manifest: dict, where: Path) -> tuple[float, dict]:
     """The mean calibrated val hit@1 in a policy manifest, and the val steps it was measured on."""
     fit = manifest.get("calibrated") or {}
     if not isinstance(fit.get("val_hit@1"), dict) or not fit["val_hit@1"]:
-        raise ValueError(f"{where / 'manifest.json'}: no 'calibrated.val_hit@1' (run python -m training.calibrate "
-                         f"{where} --write first)")
+        raise ValueError(
+            f"{where / 'manifest.json'}: no 'calibrated.val_hit@1' (run python -m training.calibrate "
+            f"{where} --write first)"
+        )
     scores = fit["val_hit@1"]
-    return sum(scores.values()) / len(scores), {"benchmarks": sorted(scores), "split_seed": fit.get("split_seed"),
-                                                 "val_steps": fit.get("val_steps")}
+    return sum(scores.values()) / len(scores), {
+        "benchmarks": sorted(scores),
+        "split_seed": fit.get("split_seed"),
+        "val_steps": fit.get("val_steps"),
+    }
 
 
 def worse_on_val(candidate: Path, manifest: dict, dest: Path) -> str | None:
@@ -65,30 +79,37 @@ def worse_on_val(candidate: Path, manifest: dict, dest: Path) -> str | None:
     new, new_steps = val_objective(manifest, candidate)
     old, old_steps = val_objective(json.loads((dest / "manifest.json").read_text()), dest)
     if new_steps != old_steps:
-        raise ValueError(f"{candidate} and {dest} were calibrated on different val steps ({new_steps} vs "
-                         f"{old_steps}); calibrate both with the same --bench, --limit and --seed")
+        raise ValueError(
+            f"{candidate} and {dest} were calibrated on different val steps ({new_steps} vs "
+            f"{old_steps}); calibrate both with the same --bench, --limit and --seed"
+        )
     return None if new >= old else f"val hit@1 {new:.4f} (mean over {new_steps['benchmarks']}) < {old:.4f}"
 
 
 def commit() -> str:
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        ).stdout.strip()
         return out + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
-@click.command(help=doc_help(__doc__) + "\n\nPOLICY: a trained policy folder. DEST: where to put it "
-                                        "(autotool/default_policy).")
+@click.command(
+    help=doc_help(__doc__) + "\n\nPOLICY: a trained policy folder. DEST: where to put it (autotool/default_policy)."
+)
 @click.argument("policy", type=click.Path(path_type=Path))
 @click.argument("dest", type=click.Path(path_type=Path))
 @click.option("--command", required=True, help="The command that trained it.")
 @click.option("--data", required=True, help="What it was trained on, in words.")
-@click.option("--unless-worse-on-val", is_flag=True,
-              help="Keep DEST if its calibrated val hit@1 is higher than POLICY's (both calibrated with "
-                   "python -m training.calibrate --write on the same val steps).")
+@click.option(
+    "--unless-worse-on-val",
+    is_flag=True,
+    help="Keep DEST if its calibrated val hit@1 is higher than POLICY's (both calibrated with "
+    "python -m training.calibrate --write on the same val steps).",
+)
 def cli(policy: Path, dest: Path, command: str, data: str, unless_worse_on_val: bool) -> int:
     if not (policy / "manifest.json").is_file():
         raise CommandError(f"{policy} is not a policy folder (no manifest.json)")
@@ -101,8 +122,13 @@ def cli(policy: Path, dest: Path, command: str, data: str, unless_worse_on_val: 
         if reason:
             click.echo(f"kept {dest}: {policy} is worse on val ({reason})")
             return 0
-    manifest["shipped"] = {"data": data, "command": command, "commit": commit(),
-                           "date": datetime.date.today().isoformat(), "lineage": lineage(policy)}
+    manifest["shipped"] = {
+        "data": data,
+        "command": command,
+        "commit": commit(),
+        "date": datetime.date.today().isoformat(),
+        "lineage": lineage(policy),
+    }
     manifest["trained_on"] = policy_trained_on(policy)  # every catalog and split of the lineage, explicitly
     manifest.pop("config", None)  # the last run's config is in the lineage
     with atomic_path(dest) as tmp:

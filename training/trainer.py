@@ -13,9 +13,9 @@ import json
 import logging
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import torch
 from tqdm import tqdm
@@ -37,17 +37,19 @@ log = logging.getLogger("training")
 class EvalConfig:
     """The evaluation of the policy before and after each stage (`eval/LABEL.json` in the run folder)."""
 
-    splits: list = field(default_factory=lambda: ["val", "seen-test", "unseen-test"],
-                         metadata={"help": f"query splits to evaluate on ({', '.join(QUERY_SPLITS)})"})
+    splits: list = field(
+        default_factory=lambda: ["val", "seen-test", "unseen-test"],
+        metadata={"help": f"query splits to evaluate on ({', '.join(QUERY_SPLITS)})"},
+    )
     limit: int = field(default=64, metadata={"help": "queries per split (seeded sample); 0 skips evaluation"})
-    mode: str = field(default="reason", metadata={"help": "reason: the policy writes a rationale before the tool; "
-                                                          "fast: it does not"})
+    mode: str = field(
+        default="reason", metadata={"help": "reason: the policy writes a rationale before the tool; fast: it does not"}
+    )
     batch_size: int = field(default=16, metadata={"help": "steps the policy writes at once"})
 
     def __post_init__(self):
         for name in self.splits:
-            require(name in QUERY_SPLITS, "splits", f"must name query splits ({', '.join(QUERY_SPLITS)}); "
-                                                    f"got {name!r}")
+            require(name in QUERY_SPLITS, "splits", f"must name query splits ({', '.join(QUERY_SPLITS)}); got {name!r}")
         at_least(self, 0, "limit")
         one_of(self, "mode", MODES)
         at_least(self, 1, "batch_size")
@@ -59,19 +61,31 @@ class RunConfig:
 
     benchmark: str = field(default="metatool", metadata={"help": "metatool, seal_tools or a benchmark folder"})
     seed: int = field(default=0, metadata={"help": "the tool split's seed (splits/seedN.json)"})
-    out: str = field(default="runs/train", metadata={"help": "the run folder; a second run with the same one "
-                                                             "resumes from its last checkpoint"})
+    out: str = field(
+        default="runs/train",
+        metadata={"help": "the run folder; a second run with the same one resumes from its last checkpoint"},
+    )
     init: str = field(default="", metadata={"help": 'a policy folder to start from ("" = a fresh policy)'})
-    backbone: str = field(default="default", metadata={"help": "the language model of a fresh policy: a model "
-                                                               "folder, or default (SmolLM2-135M-Instruct)"})
-    embedder: str = field(default="default", metadata={"help": "the tool bank's embedder: default "
-                                                               "(all-MiniLM-L6-v2), a model folder, or hash:DIM"})
-    anchor: str = field(default="residual", metadata={"help": "the anchor head of a fresh policy: residual, "
-                                                              "e' = normalize(W h + a E(query) + b E(rationale)); "
-                                                              "pure, e' = normalize(W h)"})
+    backbone: str = field(
+        default="default",
+        metadata={"help": "the language model of a fresh policy: a model folder, or default (SmolLM2-135M-Instruct)"},
+    )
+    embedder: str = field(
+        default="default",
+        metadata={"help": "the tool bank's embedder: default (all-MiniLM-L6-v2), a model folder, or hash:DIM"},
+    )
+    anchor: str = field(
+        default="residual",
+        metadata={
+            "help": "the anchor head of a fresh policy: residual, "
+            "e' = normalize(W h + a E(query) + b E(rationale)); "
+            "pure, e' = normalize(W h)"
+        },
+    )
     lora_rank: int = field(default=8, metadata={"help": "LoRA rank of a fresh policy's adapters"})
-    trajectories: str = field(default="", metadata={"help": 'a trajectories JSONL ("" = built from the '
-                                                            "benchmark's train split)"})
+    trajectories: str = field(
+        default="", metadata={"help": 'a trajectories JSONL ("" = built from the benchmark\'s train split)'}
+    )
     max_examples: int = field(default=0, metadata={"help": "use at most this many training steps (0 = all)"})
     rationale_tokens: int = field(default=32, metadata={"help": "most tokens of a rationale the policy writes"})
     call_tokens: int = field(default=48, metadata={"help": "most tokens of a call the policy writes"})
@@ -93,8 +107,7 @@ class Trainer:
     def __init__(self, config: RunConfig, stages: list[str], phase: str):
         from accelerate import Accelerator
 
-        from autotool.benchmarks import FOREIGN_VALIDATION, catalog_role, load_benchmark, load_split
-        from autotool.benchmarks import benchmark_bank
+        from autotool.benchmarks import FOREIGN_VALIDATION, benchmark_bank, catalog_role, load_benchmark, load_split
 
         self.config, self.stages = config, stages
         if config.threads > 0:
@@ -104,8 +117,10 @@ class Trainer:
         self.out = Path(config.out)
         self.bench = load_benchmark(config.benchmark)
         if catalog_role(self.bench) == "foreign-validation":  # issue #23: judged on, never trained on
-            raise DataError(f"{config.benchmark} is a foreign validation catalog ({', '.join(FOREIGN_VALIDATION)}): "
-                            "it is never trained on; train on a training catalog or a catalog of your own")
+            raise DataError(
+                f"{config.benchmark} is a foreign validation catalog ({', '.join(FOREIGN_VALIDATION)}): "
+                "it is never trained on; train on a training catalog or a catalog of your own"
+            )
         if self.main:
             loop.write_config(self.out, config)
         self.log = loop.RunLog(self.out, enabled=self.main)
@@ -124,7 +139,7 @@ class Trainer:
             write_jsonl(self.out / "trajectories.jsonl", trajectories)
         self.examples = examples(trajectories, tools)
         if config.max_examples:
-            self.examples = self.examples[:config.max_examples]
+            self.examples = self.examples[: config.max_examples]
         if not self.examples:
             raise DataError(f"no training examples from {config.trajectories or config.benchmark + ' train split'}")
         self.data_counts = dict(counts)
@@ -137,16 +152,29 @@ class Trainer:
     def batch(self, step: int, size: int) -> list:
         """This process's examples for `step` (seeded epochs, resumable from the step alone)."""
         a = self.accelerator
-        return [self.examples[i] for i in loop.batch_indices(len(self.examples), size, step, self.config.train_seed,
-                                                             a.process_index, a.num_processes)]
+        return [
+            self.examples[i]
+            for i in loop.batch_indices(
+                len(self.examples), size, step, self.config.train_seed, a.process_index, a.num_processes
+            )
+        ]
 
     def rewarded_rollouts(self, batch: list, group: int, temperature: float, weights) -> tuple[list, list]:
         """`group` sampled rollouts for each example of `batch`, and each rollout's reward terms (same nesting)."""
         self.policy.model.eval()
-        groups = rollout(self.policy, self.table, [e.input for e in batch], group=group, sample=True,
-                         temperature=temperature, budget=self.budget)
-        terms = [[reward(r.format_ok, r.call, e.gold_call, self.table.tools[r.tool].name, weights) for r in g]
-                 for e, g in zip(batch, groups)]
+        groups = rollout(
+            self.policy,
+            self.table,
+            [e.input for e in batch],
+            group=group,
+            sample=True,
+            temperature=temperature,
+            budget=self.budget,
+        )
+        terms = [
+            [reward(r.format_ok, r.call, e.gold_call, self.table.tools[r.tool].name, weights) for r in g]
+            for e, g in zip(batch, groups)
+        ]
         return groups, terms
 
     # -- policy ---------------------------------------------------------------------------------
@@ -181,8 +209,12 @@ class Trainer:
             self.source = initial
             return self._load(initial)
         torch.manual_seed(self.config.train_seed)
-        policy = Policy.create(self.bank, None if self.config.backbone == "default" else self.config.backbone,
-                               self.config.anchor, self.config.lora_rank)
+        policy = Policy.create(
+            self.bank,
+            None if self.config.backbone == "default" else self.config.backbone,
+            self.config.anchor,
+            self.config.lora_rank,
+        )
         if self.main:
             policy.save(initial)
         self.accelerator.wait_for_everyone()
@@ -194,8 +226,9 @@ class Trainer:
         start policy's manifest implies: `autotool.benchmarks.manifest_trained_on`)."""
         from autotool.benchmarks import manifest_trained_on, merge_trained_on, training_record
 
-        self.policy.info["trained_on"] = merge_trained_on(manifest_trained_on(self.policy.info),
-                                                          [training_record(self.bench, self.config.seed)])
+        self.policy.info["trained_on"] = merge_trained_on(
+            manifest_trained_on(self.policy.info), [training_record(self.bench, self.config.seed)]
+        )
 
     # -- stages ---------------------------------------------------------------------------------
     def evaluate(self, label: str) -> None:
@@ -204,15 +237,31 @@ class Trainer:
             return
         started, index = time.time(), len(list((self.out / "eval").glob("*.json")))
         self.policy.model.eval()
-        metrics = loop.evaluate_policy(self.policy, self.bench, self.split, self.bank, self.out, label, c.splits,
-                                       c.limit, c.mode, c.batch_size, self.config.seed, self.budget)
-        self.log.log("eval", index,
-                     {f"eval/{label}/{k}": v for k, v in metrics.items()})
+        metrics = loop.evaluate_policy(
+            self.policy,
+            self.bench,
+            self.split,
+            self.bank,
+            self.out,
+            label,
+            c.splits,
+            c.limit,
+            c.mode,
+            c.batch_size,
+            self.config.seed,
+            self.budget,
+        )
+        self.log.log("eval", index, {f"eval/{label}/{k}": v for k, v in metrics.items()})
         shown = ", ".join(f"{k} {v:.3f}" for k, v in metrics.items() if k.endswith(("hit@1", "format_error", "reward")))
         tqdm.write(f"eval {label} ({time.time() - started:.0f} s): {shown}")
 
-    def run(self, steps: dict[str, int], step_fns: dict[str, Callable[[int], dict]],
-            optimizers: dict[str, Callable[[], torch.optim.Optimizer]], on_start: dict[str, Callable[[], None]]) -> Path:
+    def run(
+        self,
+        steps: dict[str, int],
+        step_fns: dict[str, Callable[[int], dict]],
+        optimizers: dict[str, Callable[[], torch.optim.Optimizer]],
+        on_start: dict[str, Callable[[], None]],
+    ) -> Path:
         """Run each stage in order; returns the final policy folder."""
         final = self.source
         for stage in self.stages:
@@ -245,11 +294,19 @@ class Trainer:
                 self.log.log(stage, step + 1, metrics)
                 bar.set_postfix({k: f"{metrics[k]:.3f}" for k in ("loss", "reward") if k in metrics})
                 if self.main and (step + 1) % self.config.checkpoint_every == 0 and step + 1 < steps[stage]:
-                    loop.save_checkpoint(self.out, stage, step + 1, self.policy, optimizer, self.config.keep_checkpoints)
+                    loop.save_checkpoint(
+                        self.out, stage, step + 1, self.policy, optimizer, self.config.keep_checkpoints
+                    )
             if self.main:
-                self.policy.info.update({"trained": f"{self.title}: {stage}", "benchmark": self.bench.name,
-                                         "split_seed": self.config.seed, "data": self.data_counts,
-                                         "config": dataclasses.asdict(self.config)})
+                self.policy.info.update(
+                    {
+                        "trained": f"{self.title}: {stage}",
+                        "benchmark": self.bench.name,
+                        "split_seed": self.config.seed,
+                        "data": self.data_counts,
+                        "config": dataclasses.asdict(self.config),
+                    }
+                )
                 self.policy.save(done)
                 self.log.plot(self.title)
             self.accelerator.wait_for_everyone()

@@ -47,8 +47,10 @@ def test_fast_choice_without_the_language_model_ranks_as_the_full_path(bank, sav
         ranked = candidates(full.head, bank, anchors, [step], 64)[0]
         assert [(t.name, p) for t, p in got.candidates] == [(c.tool.name, c.probability) for c in ranked[:4]]
         assert got.tool.name == ranked[0].tool.name and got.rationale == rationales[0] == ""
-        assert [(t.name, p) for t, p in select_tool(query, bank=bank, policy=full, k=4, mode="fast",
-                                                   arguments=False).candidates] == [(t.name, p) for t, p in got.candidates]
+        assert [
+            (t.name, p)
+            for t, p in select_tool(query, bank=bank, policy=full, k=4, mode="fast", arguments=False).candidates
+        ] == [(t.name, p) for t, p in got.candidates]
     assert not lazy.lm_loaded  # nothing needed it
     select_tool(QUERIES[0], bank=bank, policy=lazy, k=2, mode="reason", arguments=False)
     assert lazy.lm_loaded  # a rationale does
@@ -59,9 +61,11 @@ def test_a_trainable_load_reads_the_language_model_at_once(bank, saved_policy):
 
 
 def test_cli_fast_select_imports_no_language_model_library(bank, saved_policy):
-    code = ("import sys; from autotool.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "print('MODULES', sorted({m.split('.')[0] for m in sys.modules} & {'transformers', 'peft', 'sentence_transformers', 'accelerate'}))")
+    code = (
+        "import sys; from autotool.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "print('MODULES', sorted({m.split('.')[0] for m in sys.modules} & {'transformers', 'peft', 'sentence_transformers', 'accelerate'}))"
+    )
     argv = ["select", QUERIES[0], "--mode", "fast", "--bank", str(bank.path), "--policy", str(saved_policy), "--json"]
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -83,24 +87,49 @@ def test_select_names_flags_and_unknown_namespaces(bank, saved_policy):
 
 
 def test_select_k_below_one_names_the_flag(bank, saved_policy):
-    result = CliRunner().invoke(main, ["select", "x", "-k", "0", "--bank", str(bank.path), "--policy", str(saved_policy)])
+    result = CliRunner().invoke(
+        main, ["select", "x", "-k", "0", "--bank", str(bank.path), "--policy", str(saved_policy)]
+    )
     assert result.exit_code == 2 and "'-k'" in result.output
 
 
 def test_serve_preload_loads_the_policy_before_the_first_call_quietly(bank, saved_policy):
-    argv = [sys.executable, "-m", "autotool", "serve", "--bank", str(bank.path), "--policy", str(saved_policy),
-            "--preload"]
+    argv = [
+        sys.executable,
+        "-m",
+        "autotool",
+        "serve",
+        "--bank",
+        str(bank.path),
+        "--policy",
+        str(saved_policy),
+        "--preload",
+    ]
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = process.stderr.readline()  # written before the server reads a request: none has been sent
-        assert first.startswith(f"ready: serving {bank.path} (4 tools) over stdio; read-only; indexes, embedder and "
-                                "policy (language model included) loaded in"), first
-        call = {"name": "select_tool", "arguments": {"query": "weather forecast in Paris", "k": 2, "mode": "reason",
-                                                     "arguments": False}}
-        requests = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}]
+        assert first.startswith(
+            f"ready: serving {bank.path} (4 tools) over stdio; read-only; indexes, embedder and "
+            "policy (language model included) loaded in"
+        ), first
+        call = {
+            "name": "select_tool",
+            "arguments": {"query": "weather forecast in Paris", "k": 2, "mode": "reason", "arguments": False},
+        }
+        requests = [
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            },
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+        ]
         for request in requests:
             process.stdin.write(json.dumps(request) + "\n")
             process.stdin.flush()

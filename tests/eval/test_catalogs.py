@@ -69,8 +69,10 @@ def test_no_tool_queries_are_refused_by_load_benchmark_and_read_by_load_no_tool(
 
 def test_the_shipped_policy_trained_on_the_two_training_catalogs():
     assert trained_catalogs(SHIPPED) == {"metatool", "seal_tools"}
-    assert policy_trained_on(SHIPPED) == [{"catalog": "metatool", "split": "train", "seed": 0},
-                                          {"catalog": "seal_tools", "split": "train", "seed": 0}]
+    assert policy_trained_on(SHIPPED) == [
+        {"catalog": "metatool", "split": "train", "seed": 0},
+        {"catalog": "seal_tools", "split": "train", "seed": 0},
+    ]
     assert trained_on_bench(SHIPPED, load_benchmark("apibank")) == []
 
 
@@ -107,8 +109,18 @@ def run_eval(*args):
 
 def test_split_all_is_refused_for_a_policy_that_trained_on_the_catalog(tiny, tmp_path):
     folder, trained = tiny
-    result = run_eval("--bench", folder, "--methods", "bm25", "--policy", f"mine={trained}:fast", "--split", "all",
-                      "--out", tmp_path / "out")
+    result = run_eval(
+        "--bench",
+        folder,
+        "--methods",
+        "bm25",
+        "--policy",
+        f"mine={trained}:fast",
+        "--split",
+        "all",
+        "--out",
+        tmp_path / "out",
+    )
     assert result.exit_code == 2, result.output
     assert "'mine' trained on it" in result.output and "tiny" in result.output
     assert str(trained / "manifest.json") in result.output and not (tmp_path / "out").exists()
@@ -126,8 +138,22 @@ def test_split_all_is_refused_for_a_policy_that_trained_on_the_catalog(tiny, tmp
 def test_within_catalog_splits_and_foreign_catalogs_still_run(tiny, tmp_path):
     folder, trained = tiny
     out = tmp_path / "out"
-    result = run_eval("--bench", folder, "--methods", "bm25", "--policy", f"mine={trained}:fast",
-                      "--split", "seen-test,unseen-test", "--limit", 2, "--batch-size", 2, "--out", out)
+    result = run_eval(
+        "--bench",
+        folder,
+        "--methods",
+        "bm25",
+        "--policy",
+        f"mine={trained}:fast",
+        "--split",
+        "seen-test,unseen-test",
+        "--limit",
+        2,
+        "--batch-size",
+        2,
+        "--out",
+        out,
+    )
     assert result.exit_code == 0, result.output
     recorded = json.loads((out / "results.json").read_text())["policies"]
     assert recorded["mine"]["trained_on"][0]["catalog"] == "tiny"
@@ -136,8 +162,22 @@ def test_within_catalog_splits_and_foreign_catalogs_still_run(tiny, tmp_path):
     shutil.copytree(folder, other, ignore=shutil.ignore_patterns("splits"))
     with open(other / "tools.jsonl", "a") as f:
         f.write(json.dumps({"name": "extra_tool", "description": "Something else entirely.", "parameters": {}}) + "\n")
-    result = run_eval("--bench", other, "--methods", "bm25", "--policy", f"mine={trained}:fast", "--split", "all",
-                      "--limit", 2, "--batch-size", 2, "--out", tmp_path / "foreign")
+    result = run_eval(
+        "--bench",
+        other,
+        "--methods",
+        "bm25",
+        "--policy",
+        f"mine={trained}:fast",
+        "--split",
+        "all",
+        "--limit",
+        2,
+        "--batch-size",
+        2,
+        "--out",
+        tmp_path / "foreign",
+    )
     assert result.exit_code == 0, result.output
     # Baselines alone on --split all are never refused.
     assert run_eval("--bench", folder, "--methods", "bm25", "--split", "all", "--out", tmp_path / "b").exit_code == 0

@@ -8,8 +8,7 @@ import torch
 from helpers import ASSETS
 
 from autotool import Policy
-from autotool.benchmarks import load_benchmark
-from autotool.benchmarks import benchmark_bank
+from autotool.benchmarks import benchmark_bank, load_benchmark
 from training import loop, phase1, phase2
 
 TINY = ASSETS / "tiny-llama"
@@ -29,18 +28,42 @@ TOOLS = {
 def bench_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bench") / "tiny"
     folder.mkdir()
-    (folder / "tools.jsonl").write_text("".join(
-        json.dumps({"name": n, "description": d, "parameters": {}}) + "\n" for n, d in TOOLS.items()))
-    queries = [{"id": f"{n}-{i}", "query": f"{d.lower()} please, case {i}", "gold_tools": [n], "gold_args": None}
-               for n, d in TOOLS.items() for i in range(6)]
+    (folder / "tools.jsonl").write_text(
+        "".join(json.dumps({"name": n, "description": d, "parameters": {}}) + "\n" for n, d in TOOLS.items())
+    )
+    queries = [
+        {"id": f"{n}-{i}", "query": f"{d.lower()} please, case {i}", "gold_tools": [n], "gold_args": None}
+        for n, d in TOOLS.items()
+        for i in range(6)
+    ]
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     return folder
 
 
 def tiny_args(bench_folder, out, *extra):
-    return ["--benchmark", str(bench_folder), "--backbone", str(TINY), "--embedder", "hash:64", "--out", str(out),
-            "--rationale_tokens", "4", "--call_tokens", "6", "--eval.limit", "3", "--eval.splits", "[seen-test]",
-            "--eval.batch_size", "4", "--checkpoint_every", "1", *extra]
+    return [
+        "--benchmark",
+        str(bench_folder),
+        "--backbone",
+        str(TINY),
+        "--embedder",
+        "hash:64",
+        "--out",
+        str(out),
+        "--rationale_tokens",
+        "4",
+        "--call_tokens",
+        "6",
+        "--eval.limit",
+        "3",
+        "--eval.splits",
+        "[seen-test]",
+        "--eval.batch_size",
+        "4",
+        "--checkpoint_every",
+        "1",
+        *extra,
+    ]
 
 
 def metrics(out):
@@ -57,17 +80,39 @@ def adapter_and_head(path):
 @pytest.fixture(scope="module")
 def phase1_run(bench_folder, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "p1"
-    rc = phase1.main(tiny_args(bench_folder, out, "--sft.steps", "3", "--sft.batch_size", "4", "--grpo.steps", "2",
-                               "--grpo.batch_size", "2", "--grpo.group", "3"))
+    rc = phase1.main(
+        tiny_args(
+            bench_folder,
+            out,
+            "--sft.steps",
+            "3",
+            "--sft.batch_size",
+            "4",
+            "--grpo.steps",
+            "2",
+            "--grpo.batch_size",
+            "2",
+            "--grpo.group",
+            "3",
+        )
+    )
     assert rc == 0
     return out
 
 
 def test_phase1_writes_policies_metrics_curves_and_evaluations(phase1_run):
     out = phase1_run
-    for name in ["config.yaml", "trajectories.jsonl", "curves.png", "policy-initial/manifest.json",
-                 "policy-sft/manifest.json", "policy-grpo/manifest.json", "eval/initial.json",
-                 "eval/after-sft.json", "eval/after-grpo.json"]:
+    for name in [
+        "config.yaml",
+        "trajectories.jsonl",
+        "curves.png",
+        "policy-initial/manifest.json",
+        "policy-sft/manifest.json",
+        "policy-grpo/manifest.json",
+        "eval/initial.json",
+        "eval/after-sft.json",
+        "eval/after-grpo.json",
+    ]:
         assert (out / name).is_file(), name
     assert list((out / "tensorboard").iterdir())
     logged = {(r["stage"], r["metric"]) for r in metrics(out)}
@@ -80,7 +125,9 @@ def test_phase1_writes_policies_metrics_curves_and_evaluations(phase1_run):
     manifest = json.loads((out / "policy-grpo" / "manifest.json").read_text())
     assert manifest["trained"] == "phase 1 on tiny: grpo" and manifest["split_seed"] == 0
     # Every saved policy folder (stage ends and checkpoints) records the catalog and split it trained on.
-    record = [{"catalog": "tiny", "split": "train", "seed": 0, "tools_digest": manifest["trained_on"][0]["tools_digest"]}]
+    record = [
+        {"catalog": "tiny", "split": "train", "seed": 0, "tools_digest": manifest["trained_on"][0]["tools_digest"]}
+    ]
     assert manifest["trained_on"] == record and len(record[0]["tools_digest"]) == 16
     saved = [out / "policy-sft", *(out / "checkpoints").glob("*/policy")]
     assert len(saved) > 1 and all(json.loads((p / "manifest.json").read_text())["trained_on"] == record for p in saved)
@@ -88,7 +135,9 @@ def test_phase1_writes_policies_metrics_curves_and_evaluations(phase1_run):
 
 
 def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder):
-    (initial, initial_head), (sft, sft_head) = (adapter_and_head(phase1_run / p) for p in ("policy-initial", "policy-sft"))
+    (initial, initial_head), (sft, sft_head) = (
+        adapter_and_head(phase1_run / p) for p in ("policy-initial", "policy-sft")
+    )
     assert any(not torch.equal(initial[k], sft[k]) for k in initial if "lora_B" in k)
     assert any(not torch.equal(initial[k], sft[k]) for k in initial if "trainable_tokens" in k)
     assert initial_head["W.weight"].abs().sum() == 0 < sft_head["W.weight"].abs().sum()
@@ -99,8 +148,11 @@ def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder
 
 def test_no_held_out_tool_in_the_training_data(phase1_run, bench_folder):
     split = json.loads((bench_folder / "splits" / "seed0.json").read_text())
-    used = {s["tool"] for line in (phase1_run / "trajectories.jsonl").read_text().splitlines()
-            for s in json.loads(line)["steps"]}
+    used = {
+        s["tool"]
+        for line in (phase1_run / "trajectories.jsonl").read_text().splitlines()
+        for s in json.loads(line)["steps"]
+    }
     assert used and used <= set(split["tools"]["train"])
 
 
@@ -112,8 +164,24 @@ def test_phase1_resumes_from_its_last_checkpoint(phase1_run, bench_folder, capsy
     shutil.copytree(phase1_run, out)
     shutil.rmtree(out / "policy-grpo")
     assert [p.name for p in (out / "checkpoints").iterdir() if p.name.startswith("grpo")] == ["grpo-000001"]
-    rc = phase1.main(tiny_args(bench_folder, out, "--sft.steps", "3", "--sft.batch_size", "4", "--grpo.steps", "3",
-                               "--grpo.batch_size", "2", "--grpo.group", "3", "--eval.limit", "0"))
+    rc = phase1.main(
+        tiny_args(
+            bench_folder,
+            out,
+            "--sft.steps",
+            "3",
+            "--sft.batch_size",
+            "4",
+            "--grpo.steps",
+            "3",
+            "--grpo.batch_size",
+            "2",
+            "--grpo.group",
+            "3",
+            "--eval.limit",
+            "0",
+        )
+    )
     assert rc == 0
     printed = capsys.readouterr()
     assert "sft: already finished" in printed.err + printed.out
@@ -143,9 +211,24 @@ def test_phase2_ranks_rollouts_and_trains_the_selection(phase1_run, bench_folder
     head = load_file(start / "anchor_head.safetensors")
     save_file({**head, "log_g": torch.tensor(math.log(0.5))}, start / "anchor_head.safetensors")
     out = tmp_path / "p2"
-    rc = phase2.main(tiny_args(bench_folder, out, "--init", str(start), "--rank.steps", "2", "--rank.batch_size",
-                               "2", "--rank.candidates", "4", "--rank.beta", "1.0",
-                               "--rank.head_weight_decay", "0"))  # W moves by the gradient alone
+    rc = phase2.main(
+        tiny_args(
+            bench_folder,
+            out,
+            "--init",
+            str(start),
+            "--rank.steps",
+            "2",
+            "--rank.batch_size",
+            "2",
+            "--rank.candidates",
+            "4",
+            "--rank.beta",
+            "1.0",
+            "--rank.head_weight_decay",
+            "0",
+        )
+    )  # W moves by the gradient alone
     assert rc == 0
     logged = {(r["stage"], r["metric"]) for r in metrics(out)}
     assert {("rank", "loss"), ("rank", "tied_groups"), ("rank", "reward")} <= logged
@@ -168,7 +251,9 @@ def test_phase2_gradients_reach_only_the_selection_segments(bank):
             if "lora_B" in name:
                 p.normal_(std=0.05)
     table = ToolTable.from_bank(bank)
-    rollouts = [r for g in rollout(policy, table, [StepInput("weather in Paris")], group=3, budget=TokenBudget(4, 5)) for r in g]
+    rollouts = [
+        r for g in rollout(policy, table, [StepInput("weather in Paris")], group=3, budget=TokenBudget(4, 5)) for r in g
+    ]
     reference = Policy.create(bank, backbone=TINY)
     policy.model.train()
     scores, token_logp = phase2.selection_scores(policy, reference, table, rollouts, beta=1.0)
@@ -181,7 +266,7 @@ def test_phase2_gradients_reach_only_the_selection_segments(bank):
         call = [i for i, a in enumerate(r.action_mask) if a and not r.selection_mask[i]]
         assert call and torch.all(g[row, call] == 0)  # call tokens: masked
         assert torch.all(g[row, rationale] == 1.0)  # rationale tokens: d score / d log p = beta
-        assert torch.all(g[row, :len(r.prompt_ids)] == 0)
+        assert torch.all(g[row, : len(r.prompt_ids)] == 0)
     assert policy.head.W.weight.grad.abs().sum() > 0  # the tool choice reaches the anchor head
 
 
@@ -202,7 +287,9 @@ class TwoQueries:
             self.policy.head.W.weight.normal_(std=0.05)
         self.table = ToolTable.from_bank(bank)
         steps = [StepInput("weather in Paris"), StepInput("convert my pdf to text please")]
-        self.rollouts = [r for g in rollout(self.policy, self.table, steps, group=3, budget=TokenBudget(4, 5)) for r in g]
+        self.rollouts = [
+            r for g in rollout(self.policy, self.table, steps, group=3, budget=TokenBudget(4, 5)) for r in g
+        ]
         self.reference = Policy.create(bank, backbone=TINY)
         self.policy.model.train()
         self.params = [p for p in [*self.policy.model.parameters(), *self.policy.head.parameters()] if p.requires_grad]
@@ -240,8 +327,19 @@ def test_grpo_backward_in_chunks_gives_the_gradient_of_one_backward(bank):
     token_logp, mask, tool_logp = logprobs(t.policy, t.table, t.rollouts)
     with torch.no_grad():
         ref_token, _, ref_tool = logprobs(t.reference, t.table, t.rollouts)
-    one = grpo_loss(token_logp, mask, tool_logp, advantages, token_logp.detach(), tool_logp.detach(), ref_token,
-                    ref_tool, config.epsilon, config.beta, config.tool_weight)
+    one = grpo_loss(
+        token_logp,
+        mask,
+        tool_logp,
+        advantages,
+        token_logp.detach(),
+        tool_logp.detach(),
+        ref_token,
+        ref_tool,
+        config.epsilon,
+        config.beta,
+        config.tool_weight,
+    )
     one["loss"].backward()
     expected = t.take_gradients()
     assert min(g.abs().max() for g in expected) > 1e-3  # every trainable tensor: far above the tolerance below

@@ -21,8 +21,10 @@ def test_ship_copies_the_policy_and_records_how_it_was_made(bank, tmp_path):
     shipped = manifest["shipped"]
     assert shipped["command"] == "make train-default" and shipped["data"] == "a, then b" and shipped["commit"]
     assert [run["benchmark"] for run in shipped["lineage"]] == ["a", "b"]
-    assert manifest["trained_on"] == [{"catalog": "a", "split": "train", "seed": 0},
-                                      {"catalog": "b", "split": "train", "seed": 0}]  # merged from the lineage
+    assert manifest["trained_on"] == [
+        {"catalog": "a", "split": "train", "seed": 0},
+        {"catalog": "b", "split": "train", "seed": 0},
+    ]  # merged from the lineage
     assert "config" not in manifest
     assert Policy.load(dest, bank).info["shipped"]["lineage"][0]["trained"] == "phase 1 on a: sft"
     assert main([str(tmp_path / "nothing"), str(dest), "--command", "x", "--data", "y"]) == 2
@@ -50,17 +52,21 @@ def test_a_policy_trained_on_from_the_shipped_one_keeps_the_whole_lineage(bank, 
 
 def _calibrated(bank, folder, hits, steps=None):
     policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
-    policy.info.update({"trained": "phase 1 on a: sft", "benchmark": "a", "config": {"init": ""},
-                        "calibrated": {"val_hit@1": hits, "split_seed": 0,
-                                       "val_steps": steps or {name: 10 for name in hits}}})
+    policy.info.update(
+        {
+            "trained": "phase 1 on a: sft",
+            "benchmark": "a",
+            "config": {"init": ""},
+            "calibrated": {"val_hit@1": hits, "split_seed": 0, "val_steps": steps or {name: 10 for name in hits}},
+        }
+    )
     policy.save(folder)
     return folder
 
 
 def test_unless_worse_on_val_keeps_the_shipped_policy_when_the_candidate_scores_lower(bank, tmp_path):
     dest = tmp_path / "default_policy"
-    ship = lambda folder: main([str(folder), str(dest), "--command", "c", "--data", "d",  # noqa: E731
-                                "--unless-worse-on-val"])
+    ship = lambda folder: main([str(folder), str(dest), "--command", "c", "--data", "d", "--unless-worse-on-val"])
     assert ship(_calibrated(bank, tmp_path / "first", {"a": 0.5, "b": 0.7})) == 0  # nothing shipped yet
     assert json.loads((dest / "manifest.json").read_text())["calibrated"]["val_hit@1"] == {"a": 0.5, "b": 0.7}
 
