@@ -6,6 +6,7 @@ A call is `{"name": str, "arguments": dict}`.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -70,6 +71,42 @@ def schema_errors(arguments: dict[str, Any], schema: dict[str, Any]) -> list[str
         f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: {e.message}"
         for e in sorted(errors, key=lambda e: list(e.absolute_path))
     ]
+
+
+def _words(text: Any) -> str:
+    return " ".join(re.findall(r"[^\W_]+", str(text).casefold()))
+
+
+def copied_values(arguments: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """The keys of `arguments` whose value only repeats the parameter's own name, title or description (what a
+    model writes when it does not know the value), compared word by word, ignoring case and punctuation."""
+    properties = (schema or {}).get("properties") or {}
+    copied = []
+    for key, value in arguments.items():
+        spec = properties.get(key)
+        if not isinstance(value, str) or not isinstance(spec, dict) or not _words(value):
+            continue
+        if _words(value) in {_words(key), _words(spec.get("title", "")), _words(spec.get("description", ""))}:
+            copied.append(key)
+    return copied
+
+
+def checked_arguments(arguments: dict[str, Any], schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`arguments` without the values that only copy their parameter's name or description (treated as missing),
+    and why the rest fail `schema` (empty when valid)."""
+    copied = copied_values(arguments, schema)
+    kept = {key: value for key, value in arguments.items() if key not in copied}
+    required = set((schema or {}).get("required") or ())
+    missing = [key for key in copied if key in required]
+    errors = [
+        f"{key}: the value only repeats the parameter's name or description (treated as missing)" for key in missing
+    ]
+    errors += [
+        e
+        for e in schema_errors(kept, schema)
+        if not any(e == f"(arguments): {key!r} is a required property" for key in missing)
+    ]
+    return kept, errors
 
 
 def multiset_jaccard(gold: Sequence, predicted: Sequence) -> float:

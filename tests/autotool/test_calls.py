@@ -1,6 +1,14 @@
 import pytest
 
-from autotool.calls import CallError, multiset_jaccard, parse_call, schema_errors, toolrl_correctness
+from autotool.calls import (
+    CallError,
+    checked_arguments,
+    copied_values,
+    multiset_jaccard,
+    parse_call,
+    schema_errors,
+    toolrl_correctness,
+)
 
 GOLD = [{"name": "getWeather", "arguments": {"city": "Paris", "days": 3}}]
 
@@ -82,3 +90,30 @@ def test_call_prefix_ends_where_a_trained_token_boundary_is():
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     prefix_ids = tokenizer(prefix, add_special_tokens=False)["input_ids"]
     assert ids[: len(prefix_ids)] == prefix_ids  # the prefix's tokens are the training text's first tokens
+
+
+def test_values_that_copy_a_parameters_name_or_description_are_missing():
+    schema = {
+        "type": "object",
+        "properties": {
+            "order_id": {"type": "string", "description": "The order's ID, e.g. B-77."},
+            "currency": {"type": "string", "title": "Target currency"},
+            "note": {"type": "string", "description": "Free text"},
+        },
+        "required": ["order_id", "currency"],
+    }
+    assert copied_values({"order_id": "the order's id, e.g. B-77", "currency": "EUR", "note": "note"}, schema) == [
+        "order_id",
+        "note",
+    ]
+    assert copied_values({"order_id": "B-77", "currency": "target_currency", "note": 5}, schema) == ["currency"]
+    kept, errors = checked_arguments({"order_id": "Order-ID", "currency": "EUR", "note": "free text"}, schema)
+    assert kept == {"currency": "EUR"}  # the name, word by word
+    assert errors == ["order_id: the value only repeats the parameter's name or description (treated as missing)"]
+    assert checked_arguments({"order_id": "B-77", "currency": "EUR", "note": "Free text about B-77"}, schema) == (
+        {"order_id": "B-77", "currency": "EUR", "note": "Free text about B-77"},
+        [],
+    )
+    kept, errors = checked_arguments({"order_id": "B-77", "currency": "Target currency"}, schema)
+    assert kept == {"order_id": "B-77"}
+    assert errors == ["currency: the value only repeats the parameter's name or description (treated as missing)"]

@@ -1,0 +1,116 @@
+"""Arguments by schema-constrained decoding: a grammar built from the tool's JSON Schema masks every token the
+schema could not continue, so a call the policy writes parses and validates (llguidance).
+
+Why llguidance: it computes a token mask from a JSON Schema in tens of microseconds on a CPU, from the
+Hugging Face tokenizer the policy already has, without compiling anything at run time or loading more
+models; it reaches transformers through a plain `LogitsProcessor`. (xgrammar pulls triton and a TVM runtime
+into the install; outlines and lm-format-enforcer build their indexes in Python, slower per schema.)
+
+The grammar is what the policy writes after `{"name": "NAME", "arguments":` (`prompts.call_prefix`): an
+optional space, the arguments object, the call's closing `}`, then the stop token `</tool_call>`. The JSON is
+written the way the training text is (`json.dumps`: `", "` and `": "`, no other whitespace), and objects with
+listed properties take no others: a key not in the schema cannot be written.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+# How the JSON is laid out (llguidance's JSON compile options, given in the schema's "x-guidance").
+LAYOUT = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
+
+
+def closed(schema: dict) -> dict:
+    """A copy of `schema` in which every object with `properties` and no `additionalProperties` allows no
+    others (JSON Schema's default allows any key; a tool's caller does not)."""
+
+    def close(node):
+        if isinstance(node, dict):
+            node = {key: close(value) for key, value in node.items()}
+            if isinstance(node.get("properties"), dict) and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+            return node
+        if isinstance(node, list):
+            return [close(value) for value in node]
+        return node
+
+    return close(copy.deepcopy(schema))
+
+
+def call_grammar(schema: dict) -> str:
+    """The Lark grammar (llguidance's dialect) of the rest of a call after `"arguments":`."""
+    schema = closed(schema or {})
+    if schema.get("type") in (None, "object") or "properties" in schema:
+        schema = {"type": "object", **schema}
+    schema["x-guidance"] = {**LAYOUT, **(schema.get("x-guidance") or {})}
+    return 'start: " "? arguments "}"\narguments: %json ' + json.dumps(schema, ensure_ascii=False)
+
+
+class ArgumentGrammar:
+    """Builds a matcher per call from its tool's schema, for one tokenizer, with `stop` as the end token."""
+
+    def __init__(self, tokenizer, stop: str = "</tool_call>"):
+        import llguidance
+        import llguidance.hf
+
+        self._llguidance = llguidance
+        self.stop_id = tokenizer.convert_tokens_to_ids(stop)
+        self.tokenizer = llguidance.hf.from_tokenizer(tokenizer, eos_token=self.stop_id)  # about 0.4 s
+        self._compiled = lru_cache(maxsize=4096)(self._compile)
+
+    def _compile(self, schema_json: str) -> tuple[str | None, str]:
+        """(grammar, "") or (None, why llguidance cannot build it)."""
+        llguidance = self._llguidance
+        try:
+            grammar = llguidance.grammar_from("lark", call_grammar(json.loads(schema_json)))
+            failed, warnings = llguidance.LLMatcher.validate_grammar_with_warnings(grammar, self.tokenizer)
+        except (ValueError, TypeError, RuntimeError) as e:
+            return None, str(e)
+        if failed:
+            return None, "; ".join(warnings) or "the grammar does not build"
+        return grammar, ""
+
+    def matcher(self, schema: dict):
+        """A fresh matcher for a call to a tool with `schema`, or (None, why) when the schema has a form the
+        grammar library cannot express: such a call is written unconstrained and checked afterwards."""
+        grammar, why = self._compiled(
+            json.dumps(schema or {}, ensure_ascii=False)
+        )  # key order kept: it is the order written
+        if grammar is None:
+            return None, why
+        return self._llguidance.LLMatcher(self.tokenizer, grammar, log_level=0), ""
+
+
+class ConstrainedLogits:
+    """A logits processor for `generate`: masks, row by row, the tokens each row's matcher does not allow next
+    (None: that row is free).
+
+    `prompt_width` is the width of the (left-padded) prompts: tokens after it are the rows' own, fed to
+    their matchers one step behind the logits. A row whose grammar is complete can only write `stop_id`."""
+
+    def __init__(self, matchers: list, prompt_width: int, stop_id: int):
+        self.matchers, self.prompt_width, self.stop_id = matchers, prompt_width, stop_id
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        written = input_ids.shape[1] > self.prompt_width
+        for row, matcher in enumerate(self.matchers):
+            if matcher is None or matcher.is_stopped() or matcher.is_error():
+                continue
+            if written and not matcher.consume_token(int(input_ids[row, -1])):
+                continue  # cannot happen for a masked choice; the text is checked against the schema anyway
+            if matcher.is_stopped():  # complete: only the end of the call
+                stop = scores[row, self.stop_id].clone()
+                scores[row] = float("-inf")
+                scores[row, self.stop_id] = stop
+                continue
+            allowed = np.unpackbits(np.frombuffer(matcher.compute_bitmask(), dtype=np.uint8), bitorder="little")
+            keep = torch.zeros(scores.shape[1], dtype=torch.bool)
+            width = min(len(allowed), scores.shape[1])
+            keep[:width] = torch.from_numpy(allowed[:width].astype(bool))
+            scores[row] = scores[row].masked_fill(~keep.to(scores.device), float("-inf"))
+        return scores
