@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from autotool import ArgumentError, select_tool
+from autotool import select_tool
 from autotool.select import default_policy
 from toolbank import Tool, ToolBank, default_bank_path, load_file
 
@@ -70,16 +70,14 @@ def show_selections(bank: ToolBank) -> None:
             click.echo(f"  note: {w.message}")
     for query in [QUERIES[0], QUERIES[3], OWN_QUERY]:
         started = time.perf_counter()
-        try:
-            selection = select_tool(query, bank, policy, k=3)
-        except ArgumentError as e:  # the call failed the schema twice: the choice stands, the arguments do not
-            selection = e.selection
+        selection = select_tool(query, bank, policy, k=3)
         click.echo(f"> {query}  ({time.perf_counter() - started:.1f} s)")
         click.echo(f"  why:       {selection.rationale}")
-        click.echo(
-            f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: "
-            + ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates)
-        )
+        closest = ", ".join(f"{t.name} {p:.2f}" for t, p in selection.candidates)
+        if selection.tool is None:
+            click.echo(f"  no tool fits (cosine {selection.cosine:.2f}); closest: {closest}\n")
+            continue
+        click.echo(f"  chosen:    {selection.tool.name} (p = {selection.probability:.2f}); candidates: {closest}")
         if selection.arguments is not None:
             click.echo(f"  arguments: {json.dumps(selection.arguments, ensure_ascii=False)}\n")
         else:

@@ -7,12 +7,11 @@ selection.tool.name, selection.probability, selection.rationale, selection.argum
 
 from autotool.agent import Agent, Trajectory, tool_from_function
 from autotool.policy import AnchorHead, Policy, PolicyError
-from autotool.select import ArgumentError, Selection, TopTools, select_tool, select_tools
+from autotool.select import Selection, TopTools, select_tool, select_tools
 
 __all__ = [
     "Agent",
     "AnchorHead",
-    "ArgumentError",
     "Policy",
     "PolicyError",
     "Selection",

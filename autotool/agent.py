@@ -291,13 +291,14 @@ class Trajectory:
     Attributes:
         query: The task.
         steps: `(Selection, observation)` for each step, in order. The observation is what the tool returned
-            (as text; dicts and lists as JSON), or `error: ...` when its arguments failed the schema twice
+            (as text; dicts and lists as JSON), or `error: ...` when it has no valid arguments
             (the function is then not called), the function raised, or no function could call the tool.
         answer: The policy's answer, the text it wrote between `<answer>` and `</answer>` without any tags;
             "" when it wrote none.
         stop: Why the run ended: `answer`; `max_steps` (the step budget was spent); `no_tools` (every tool the
             agent may choose was called once); `no_answer` (after a step the policy wrote neither another
-            step nor an answer); `unsure` (the next choice was below `Agent(min_probability=...)`).
+            step nor an answer); `unsure` (the next choice was below `Agent(min_probability=...)`);
+            `no_tool_fits` (no tool fits the request: nothing was called).
     """
 
     query: str
@@ -441,7 +442,7 @@ class Agent:
     def _observe(self, selection: Selection) -> str:
         tool = selection.tool
         if selection.arguments is None:
-            return f"error: arguments for {tool.name!r} failed the schema twice: {'; '.join(selection.argument_errors)}"
+            return f"error: no valid arguments for {tool.name!r}: {'; '.join(selection.argument_errors)}"
         try:
             if tool.name in self.executors:
                 return _observation(_call(self.executors[tool.name], selection.arguments))
@@ -485,8 +486,9 @@ class Agent:
     def run(self, query: str) -> Trajectory:
         """Loop select -> call -> observe until the policy answers, `max_steps` steps were taken, the policy
         writes neither a step nor an answer, every tool it may choose was called (a step does not choose a
-        tool an earlier step called, as in training), or the next choice is below `min_probability`.
-        `Trajectory.stop` says which.
+        tool an earlier step called, as in training), no tool fits the request (at the first step, its cosine
+        with the best tool is below `select_tool`'s fitted `min_cosine`), or the next choice is below
+        `min_probability`. `Trajectory.stop` says which.
 
         Raises:
             ValueError: An empty query, or no tool to choose (register some first).
@@ -507,7 +509,18 @@ class Agent:
                 trajectory.stop = "no_tools"
                 break
             step = StepInput(query, history(records, self.bank.get), called + stale)
-            (selection,) = select_steps(policy, self.bank, [step], mode=self.mode, arguments=True, namespace=namespace)
+            (selection,) = select_steps(
+                policy,
+                self.bank,
+                [step],
+                mode=self.mode,
+                arguments=True,
+                namespace=namespace,
+                min_cosine=None if not records else 0.0,  # whether any tool fits is asked of the request once
+            )
+            if selection.tool is None:
+                trajectory.stop = "no_tool_fits"
+                break
             if self.min_probability is not None and selection.probability < self.min_probability:
                 trajectory.stop = "unsure"
                 break

@@ -170,14 +170,35 @@ def _tools_digest(bench: Benchmark) -> str:
 
 
 def make_split(
-    bench: Benchmark, seed: int = 0, seen_fraction: float = 0.34, val_fraction: float = 0.2, test_fraction: float = 0.2
+    bench: Benchmark,
+    seed: int = 0,
+    seen_fraction: float = 0.34,
+    val_fraction: float = 0.2,
+    test_fraction: float = 0.2,
+    all_tools: bool = False,
 ) -> Split:
     """Seeded split. Tools: `seen_fraction` seen, of which `val_fraction` are validation tools.
 
     Queries: `unseen-test` has at least one unseen gold tool; `val` at least one validation tool and no
     unseen one; the rest (all gold tools in train tools) go `test_fraction` to `seen-test`, others to `train`.
+
+    `all_tools`: every tool is a train tool (training on your own catalog), and the queries are split
+    instead: `val_fraction` to `val`, `test_fraction` of the rest to `seen-test`, the others to `train`
+    (no tool and no query is unseen).
     """
     rng = random.Random(seed)
+    if all_tools:
+        ids = sorted(q.id for q in bench.queries)
+        rng.shuffle(ids)
+        n_val = round(val_fraction * len(ids))
+        n_test = round(test_fraction * (len(ids) - n_val))
+        queries = {
+            "train": sorted(ids[n_val + n_test :]),
+            "val": sorted(ids[:n_val]),
+            "seen-test": sorted(ids[n_val : n_val + n_test]),
+            "unseen-test": [],
+        }
+        return Split(bench.name, seed, {"train": sorted(bench.tool_names), "val": [], "unseen": []}, queries)
     names = sorted(bench.tool_names)
     rng.shuffle(names)
     n_seen = round(seen_fraction * len(names))
@@ -200,7 +221,9 @@ def make_split(
 
 
 def load_split(bench: Benchmark, seed: int = 0) -> Split:
-    """The split of `bench` for `seed`: read from `<folder>/splits/seed<N>.json`, written there if absent."""
+    """The split of `bench` for `seed`: read from `<folder>/splits/seed<N>.json` when that file exists (the
+    vendored catalogs commit theirs; `save_split` writes one to freeze or hand-edit it), else made in memory
+    (`make_split`: the same for the same seed and tools). Nothing is written: the folder is the user's."""
     path = bench.folder / "splits" / f"seed{seed}.json"
     if path.exists():
         try:
@@ -214,7 +237,13 @@ def load_split(bench: Benchmark, seed: int = 0) -> Split:
                 "delete it to make the split again (and retrain on the new split)"
             )
         return split
-    split = make_split(bench, seed)
+    return make_split(bench, seed)
+
+
+def save_split(bench: Benchmark, split: Split) -> Path:
+    """Write `split` to `<folder>/splits/seed<N>.json`, where `load_split` reads it; returns the path."""
+    path = bench.folder / "splits" / f"seed{split.seed}.json"
+    seed = split.seed
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(
         path,
@@ -231,7 +260,7 @@ def load_split(bench: Benchmark, seed: int = 0) -> Split:
         )
         + "\n",
     )
-    return split
+    return path
 
 
 def select_queries(

@@ -85,44 +85,53 @@ def main() -> None:
     help="Also fill the chosen tool's arguments (a few seconds more on a CPU).",
 )
 @click.option("--namespace", help="Only tools in this namespace.")
+@click.option(
+    "--min-cosine",
+    type=float,
+    default=None,
+    help="Say no tool fits when the request's cosine with the best tool is below this (default: the threshold "
+    "fitted for the bank's embedder, 0.22 for all-MiniLM-L6-v2; 0: always choose).",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @bank_option
 @policy_option
 @_user_errors
-def select(query, k, mode, arguments, namespace, as_json, bank, policy_path):
+def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, policy_path):
     """Choose the tool for QUERY."""
-    from autotool.select import ArgumentError, select_tool
+    from autotool.select import select_tool
     from toolbank.cli import unknown_namespaces
 
     tool_bank = _bank(bank)
     if problem := unknown_namespaces(tool_bank, [namespace]):
         raise click.ClickException(problem)
-    error = None
-    try:
-        selection = select_tool(
-            query,
-            bank=tool_bank,
-            policy=_policy(policy_path, tool_bank),
-            k=k,
-            mode=mode,
-            arguments=arguments,
-            namespace=namespace,
-        )
-    except ArgumentError as e:
-        selection, error = e.selection, e
+    selection = select_tool(
+        query,
+        bank=tool_bank,
+        policy=_policy(policy_path, tool_bank),
+        k=k,
+        mode=mode,
+        arguments=arguments,
+        namespace=namespace,
+        min_cosine=min_cosine,
+    )
+    error = "; ".join(selection.argument_errors) or None
     if as_json:
         out = {
-            "tool": selection.tool.name,
+            "tool": None if selection.tool is None else selection.tool.name,
             "probability": selection.probability,
+            "cosine": selection.cosine,
             "rationale": selection.rationale,
             "arguments": selection.arguments,
             "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates],
         }
         if error is not None:
-            out["argument_error"] = str(error)
+            out["argument_error"] = error
         click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
-    click.echo(f"{selection.tool.name}  (p={selection.probability:.3f})")
+    if selection.tool is None:
+        click.echo(f"no tool fits (the closest has cosine {selection.cosine:.2f} with the request)")
+    else:
+        click.echo(f"{selection.tool.name}  (p={selection.probability:.3f}, cosine {selection.cosine:.2f})")
     if selection.rationale:
         click.echo(f"  why: {selection.rationale}")
     if selection.arguments is not None:

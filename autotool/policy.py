@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
+from autotool.grammar import ArgumentGrammar, ConstrainedLogits
 from autotool.prompts import prompt, shared_prefix
 from autotool.selection import tool_scores
 from toolbank import ToolBank, atomic_path
@@ -136,6 +137,7 @@ class Policy:
         self.trained, self.info = trained, info or {}
         self._prefix_cache = None  # (ids, KV cache) of the prompts' shared start; see `prefix_cache`
         self._load_lm = None  # a frozen `Policy.load` reads the language model on first use (see `model`)
+        self._argument_grammar = None
 
     @property
     def model(self):
@@ -161,15 +163,24 @@ class Policy:
         self._tokenizer = value
 
     @property
+    def argument_grammar(self) -> ArgumentGrammar:
+        """Builds the schema grammars the served path writes arguments through (made on first use)."""
+        if self._argument_grammar is None:
+            self._argument_grammar = ArgumentGrammar(self.tokenizer)
+        return self._argument_grammar
+
+    @property
     def lm_loaded(self) -> bool:
         """Whether the language model is in memory (see `model`)."""
         return self._model is not None
 
     def warm(self) -> None:
         """Load the language model now and, for a frozen policy, fold its adapters in, compute the system prompt's
-        keys and values and generate one token (the first generation's set-up), so that the first call does not
+        keys and values, build the argument grammars' tokenizer and generate one token (the first generation's
+        set-up), so that the first call does not
         wait for them (e.g. `autotool serve --preload`)."""
         self.model  # noqa: B018 - loads it
+        self.argument_grammar  # noqa: B018 - reads the tokenizer into the grammar library
         if self.frozen:
             self.generate_ids([self.encode(prompt(self.tokenizer, "warm up"))[0].tolist()], 1, "</think>")
 
@@ -389,9 +400,11 @@ class Policy:
         stop: str,
         sample: bool = False,
         temperature: float = 1.0,
+        constraints: Sequence | None = None,
     ) -> list[list[int]]:
         """Continue each prompt (token ids, left-padded into one batch); each result is cut after the special
-        token `stop` (kept) or before eos. A single prompt of a frozen policy reuses the system prompt's cache."""
+        token `stop` (kept) or before eos. A single prompt of a frozen policy reuses the system prompt's cache.
+        `constraints` gives each prompt a grammar matcher (`autotool.grammar`) or None (unconstrained)."""
         tokenizer, stop_id = self.tokenizer, self.tokenizer.convert_tokens_to_ids(stop)
         pad, width = tokenizer.pad_token_id, max(len(p) for p in prompts)
         ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=self.device)
@@ -405,6 +418,9 @@ class Policy:
                 max_new_tokens=max_new_tokens,
                 eos_token_id=[stop_id, tokenizer.eos_token_id],
                 pad_token_id=pad,
+                logits_processor=None
+                if constraints is None
+                else [ConstrainedLogits(list(constraints), width, stop_id)],
                 **self.cache_kwargs(cache),
                 **options,
             )
@@ -427,13 +443,26 @@ class Policy:
 
     # -- selection ------------------------------------------------------------------------------
     def anchors(
-        self, embedder, queries: Sequence[str], rationales: Sequence[str], hidden: torch.Tensor | None = None
+        self,
+        embedder,
+        queries: Sequence[str],
+        rationales: Sequence[str],
+        hidden: torch.Tensor | None = None,
+        query_vectors: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """(n, dim) unit anchors of n steps from their requests, rationales ("" for none: no rationale term) and
-        (n, hidden) hidden states at `<tool_anchor>` (None while W is zero)."""
-        vectors = embed(embedder, list(queries) + list(rationales)).to(self.device)
+        (n, hidden) hidden states at `<tool_anchor>` (None while W is zero). `query_vectors`: the requests'
+        embeddings when already made (`embed`)."""
+        if query_vectors is None:
+            vectors = embed(embedder, list(queries) + list(rationales)).to(self.device)
+            query_vectors, rationale_vectors = vectors[: len(queries)], vectors[len(queries) :]
+        else:
+            query_vectors, rationale_vectors = (
+                query_vectors.to(self.device),
+                embed(embedder, rationales).to(self.device),
+            )
         with torch.no_grad():
-            return self.head(hidden, vectors[: len(queries)], vectors[len(queries) :])
+            return self.head(hidden, query_vectors, rationale_vectors)
 
 
 def embed(embedder, texts: Sequence[str]) -> torch.Tensor:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotool.calls import parse_arguments, schema_errors
-from autotool.policy import Policy
+from autotool.calls import checked_arguments, parse_arguments
+from autotool.policy import Policy, embed
 from autotool.prompts import MAX_QUERY_CHARS, StepRecord, TokenBudget, call_prefix, history, tool_card
 from autotool.rollout import decode, hidden_at_anchor, prompt_ids, think
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates
@@ -25,7 +25,8 @@ class Selection:
     """The policy's choice for one step.
 
     Attributes:
-        tool: The chosen tool.
+        tool: The chosen tool, or None when no tool fits: the best candidate's `cosine` is below the
+            abstention threshold (`min_cosine`); `candidates` still lists the closest ones.
         probability: Its probability under the selection distribution.
         rationale: Why: the capability the policy says the step needs ("" in fast mode).
         arguments: The filled arguments, valid against the tool's schema (None when not asked for, or when
@@ -33,23 +34,19 @@ class Selection:
         candidates: The top-k tools with their probabilities, best first.
         argument_errors: Why the arguments written are not valid (empty when they are, or were not asked for).
         raw_arguments: The policy's text after `{"name": ..., "arguments":` (its last try).
+        cosine: The request's cosine with the chosen tool (their embeddings): how close the best tool comes
+            to what is asked, comparable across requests and banks (a probability depends on the competition);
+            the abstention score.
     """
 
-    tool: Tool
+    tool: Tool | None
     probability: float
     rationale: str
     arguments: dict | None
     candidates: list[tuple[Tool, float]] = field(default_factory=list)
     argument_errors: list[str] = field(default_factory=list)
     raw_arguments: str = ""
-
-
-class ArgumentError(ValueError):
-    """The policy's arguments failed the tool's schema twice. `raw` holds its text, `selection` the choice."""
-
-    def __init__(self, message: str, raw: str, selection: Selection):
-        super().__init__(message)
-        self.raw, self.selection = raw, selection
+    cosine: float = 0.0
 
 
 def default_policy_path() -> Path:
@@ -58,6 +55,18 @@ def default_policy_path() -> Path:
 
 
 SHIPPED_POLICY = Path(__file__).parent / "default_policy"  # trained by `make train-default`
+
+# The request-to-tool cosine below which `select_tool` says no tool fits, per embedder: the largest threshold
+# that costs at most 2 points of hit@1 on the validation requests that need a tool, on average over MetaTool's
+# val split, API-Bank and ToolAlpaca (experiments/2026-12-01-abstention). Other embedders: never abstain.
+MIN_COSINE = {"sentence-transformers/all-MiniLM-L6-v2": 0.22}
+
+
+def fitted_min_cosine(bank: ToolBank) -> float:
+    """The abstention threshold fitted for the bank's embedder (`MIN_COSINE`), else 0: never abstain."""
+    return MIN_COSINE.get(bank.embedder_id, 0.0)
+
+
 _default: dict[str, Policy] = {}
 
 
@@ -127,11 +136,15 @@ def select_steps(
     sample: bool = False,
     top_k: int = DEFAULT_TOP_K,
     budget: TokenBudget = TokenBudget(),
+    grammar: bool = True,
+    min_cosine: float | None = None,
 ) -> list[Selection]:
     """The served path, for a batch of steps: rationale, anchor, candidates (autotool/selection.py), choice
     and arguments, as `select_tool` describes. Never raises on arguments: a selection whose arguments failed
     the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this.
-    `namespace` is one namespace, a list of them, or None for every tool."""
+    `namespace` is one namespace, a list of them, or None for every tool; `grammar=False` writes arguments
+    without the schema grammar (to measure what it adds); `min_cosine` as in `select_tool` (the evaluation
+    passes 0: it scores every choice)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     _check_counts(k, top_k)
@@ -143,12 +156,18 @@ def select_steps(
     else:
         prompts = [prompt_ids(policy, s) for s in steps]
         _, _, rationales, heads = think(policy, prompts, mode, budget.rationale)
+    min_cosine = fitted_min_cosine(bank) if min_cosine is None else min_cosine
+    queries = embed(bank.embedder, [s.query for s in steps])
     anchors = policy.anchors(
-        bank.embedder, [s.query for s in steps], rationales, None if heads is None else hidden_at_anchor(policy, heads)
+        bank.embedder,
+        [s.query for s in steps],
+        rationales,
+        None if heads is None else hidden_at_anchor(policy, heads),
+        query_vectors=queries,
     )
     selections = []
-    for step, rationale, ranked in zip(
-        steps, rationales, candidates(policy.head, bank, anchors, steps, max(top_k, k), namespace)
+    for step, rationale, ranked, query in zip(
+        steps, rationales, candidates(policy.head, bank, anchors, steps, max(top_k, k), namespace), queries.numpy()
     ):
         if not ranked:
             raise ValueError(
@@ -159,24 +178,41 @@ def select_steps(
             chosen = random.choices(ranked, weights=[c.probability for c in ranked])[0]
         else:
             chosen = max(ranked, key=lambda c: c.probability)  # the first of the most probable
+        cosine = float(bank.vectors([chosen.tool.name])[0] @ query)
         selections.append(
-            Selection(chosen.tool, chosen.probability, rationale, None, [(c.tool, c.probability) for c in ranked[:k]])
+            Selection(
+                chosen.tool if cosine >= min_cosine else None,
+                chosen.probability,
+                rationale,
+                None,
+                [(c.tool, c.probability) for c in ranked[:k]],
+                cosine=cosine,
+            )
         )
-    if arguments:
+    chosen = [i for i, s in enumerate(selections) if s.tool is not None]
+    if arguments and chosen:
         fill_arguments(
             policy,
-            [h + policy.encode(tool_card(s.tool))[0].tolist() for h, s in zip(heads, selections)],
-            selections,
+            [heads[i] + policy.encode(tool_card(selections[i].tool))[0].tolist() for i in chosen],
+            [selections[i] for i in chosen],
             budget.call,
+            grammar,
         )
     return selections
 
 
 def fill_arguments(
-    policy: Policy, before_calls: list[list[int]], selections: list[Selection], max_new_tokens: int
+    policy: Policy,
+    before_calls: list[list[int]],
+    selections: list[Selection],
+    max_new_tokens: int,
+    grammar: bool = True,
 ) -> None:
     """Write each selection's arguments after its call prefix (`before_calls`: the step's tokens up to and
-    including the tool card); a try that fails the schema is retried once, with the errors shown."""
+    including the tool card), through its tool's schema grammar (`autotool.grammar`; `grammar=False` writes
+    them unconstrained). A value that only repeats its parameter's description or name is left out, as
+    missing (`calls.copied_values`). A try that still fails the schema (it ran out of tokens, or the schema
+    has a form the grammar cannot express) is retried once, with the errors shown."""
     call_end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
 
     def attempt(todo: list[int], starts: list[list[int]]) -> list[list[int]]:
@@ -185,7 +221,10 @@ def fill_arguments(
             s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.name))[0].tolist()
             for i, s in zip(todo, starts)
         ]
-        written = policy.generate_ids(starts, max_new_tokens, "</tool_call>")
+        matchers = (
+            [policy.argument_grammar.matcher(selections[i].tool.parameters)[0] for i in todo] if grammar else None
+        )
+        written = policy.generate_ids(starts, max_new_tokens, "</tool_call>", constraints=matchers)
         for i, ids in zip(todo, written):
             ids = ids[:-1] if ids[-1:] == [call_end] else ids
             selection = selections[i]
@@ -195,7 +234,7 @@ def fill_arguments(
             except ValueError as e:
                 selection.arguments, selection.argument_errors = None, [f"not a JSON object: {e}"]
                 continue
-            errors = schema_errors(filled, selection.tool.parameters)
+            filled, errors = checked_arguments(filled, selection.tool.parameters)
             selection.arguments, selection.argument_errors = (None if errors else filled), errors
         return [s + ids[: -1 if ids[-1:] == [call_end] else None] + [call_end] for s, ids in zip(starts, written)]
 
@@ -223,8 +262,9 @@ def select_tool(
     namespace: str | Sequence[str] | None = None,
     sample: bool = False,
     top_k: int = DEFAULT_TOP_K,
+    min_cosine: float | None = None,
 ) -> Selection:
-    """Choose a tool for `query`, say why, and fill its arguments.
+    """Choose a tool for `query`, say why, and fill its arguments; or say that no tool fits.
 
     Args:
         query: The user's request.
@@ -233,14 +273,19 @@ def select_tool(
         k: How many candidates to return.
         mode: `reason` writes a rationale first; `fast` skips it (one forward pass, or none while W is zero).
         context: Earlier steps of the same task; their tools are not chosen again (as in training).
-        arguments: Fill and validate the arguments (after one failed try, a retry with the errors shown).
+        arguments: Fill the arguments through the tool's schema grammar, so they parse and validate; when they
+            still do not (out of tokens, a schema form the grammar cannot express, a required value that only
+            copied its description), a retry with the errors shown. Never raises on them: `arguments` is None
+            and `argument_errors` says why.
         namespace: Only consider tools in this namespace (or these, a list).
         sample: Sample the tool from the selection distribution instead of taking the most probable.
         top_k: Candidates the distribution is computed over (the whole bank when smaller).
+        min_cosine: Say no tool fits (`tool` None) when the request's cosine with the best tool is below this;
+            None: the threshold fitted for the bank's embedder (`MIN_COSINE`: 0.22 for all-MiniLM-L6-v2); 0
+            never abstains.
 
     Raises:
         ValueError: Empty query, unknown mode, k or top_k below 1, or an empty bank.
-        ArgumentError: The arguments failed the tool's schema twice (the selection is attached).
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -250,13 +295,9 @@ def select_tool(
     policy = default_policy(bank) if policy is None else policy
     context = list(context or ())
     step = StepInput(query, history(context, bank.get), tuple(record.tool for record in context))
-    (selection,) = select_steps(policy, bank, [step], k, mode, arguments, namespace, sample, top_k)
-    if arguments and selection.argument_errors:
-        raise ArgumentError(
-            f"arguments for {selection.tool.name!r} failed twice: {'; '.join(selection.argument_errors)}",
-            selection.raw_arguments,
-            selection,
-        )
+    (selection,) = select_steps(
+        policy, bank, [step], k, mode, arguments, namespace, sample, top_k, min_cosine=min_cosine
+    )
     return selection
 
 
@@ -322,7 +363,9 @@ def select_tools(
     query = _clean_query(query)
     bank = ToolBank.load(default_bank_path()) if bank is None else bank
     policy = default_policy(bank) if policy is None else policy
-    (selection,) = select_steps(policy, bank, [StepInput(query)], k, mode, False, namespace, False, top_k)
+    (selection,) = select_steps(
+        policy, bank, [StepInput(query)], k, mode, False, namespace, False, top_k, min_cosine=0.0
+    )  # the larger model decides whether one fits
     tools = [tool for tool, _ in selection.candidates]
     return TopTools(
         [t.to_dict(format) for t in tools],

@@ -43,40 +43,51 @@ def build_server(
 
     @server.tool()
     def select_tool(
-        query: str, k: int = 5, mode: str = "reason", arguments: bool = True, namespace: str | None = None
+        query: str,
+        k: int = 5,
+        mode: str = "reason",
+        arguments: bool = True,
+        namespace: str | None = None,
+        min_cosine: float | None = None,
     ) -> dict[str, Any]:
-        """Let the autotool policy choose the tool for a request, say why, and fill its arguments.
+        """Let the autotool policy choose the tool for a request, say why, and fill its arguments; or say that
+        no tool fits.
 
         mode: reason (writes a rationale first) or fast (no rationale). arguments=false skips filling them
         (then fast mode runs at most one forward pass, none while the head ignores the hidden state). On a CPU,
-        reason mode with arguments takes seconds.
-        Returns {tool, probability, rationale, arguments, candidates: [{name, probability}, ...]}.
+        reason mode with arguments takes seconds. min_cosine: below this cosine between the request and the
+        best tool, no tool fits (default: the threshold fitted for the bank's embedder; 0: always choose).
+        Returns {tool (null when no tool fits), probability, cosine, rationale, arguments,
+        candidates: [{name, probability}, ...]}, plus argument_error and raw_call when no valid arguments
+        were written.
         """
         from autotool.policy import Policy
-        from autotool.select import ArgumentError, default_policy
+        from autotool.select import default_policy
         from autotool.select import select_tool as choose
 
         def run():
             if not policy:
                 policy.append(Policy.load(policy_path, bank) if policy_path else default_policy(bank))
-            try:
-                selection, error = (
-                    choose(
-                        query, bank=bank, policy=policy[0], k=k, mode=mode, arguments=arguments, namespace=namespace
-                    ),
-                    None,
-                )
-            except ArgumentError as e:
-                selection, error = e.selection, e
+            selection = choose(
+                query,
+                bank=bank,
+                policy=policy[0],
+                k=k,
+                mode=mode,
+                arguments=arguments,
+                namespace=namespace,
+                min_cosine=min_cosine,
+            )
             out = {
-                "tool": tool_json(selection.tool),
+                "tool": None if selection.tool is None else tool_json(selection.tool),
                 "probability": selection.probability,
+                "cosine": selection.cosine,
                 "rationale": selection.rationale,
                 "arguments": selection.arguments,
                 "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates],
             }
-            if error is not None:
-                out["argument_error"], out["raw_call"] = str(error), error.raw
+            if selection.argument_errors:
+                out["argument_error"], out["raw_call"] = "; ".join(selection.argument_errors), selection.raw_arguments
             return out
 
         return guarded(run)

@@ -95,10 +95,13 @@ def main(
         paths = default_policy_paths()
         for spec in policies:
             name, _, path = spec.rpartition("=")
-            path, _, mode = path.rpartition(":") if path.endswith((":fast", ":reason")) else (path, "", None)
+            mode, grammar = None, True
+            while path.rpartition(":")[2] in ("fast", "reason", "unconstrained"):
+                path, _, suffix = path.rpartition(":")
+                mode, grammar = (mode, False) if suffix == "unconstrained" else (suffix, grammar)
             if not Path(path, "manifest.json").is_file():
                 raise EvalError(f"--policy {spec}: {path} is not a policy folder (no manifest.json)")
-            register_policy(name or "policy", path, mode)
+            register_policy(name or "policy", path, mode, grammar)
             paths[name or "policy"] = Path(path)
             if (name or "policy") not in names:
                 names.append(name or "policy")
@@ -106,6 +109,7 @@ def main(
         for name in split_names:
             split.query_ids(name)  # unknown split names fail before any work
         paths = {name: paths[name] for name in names if paths.get(name) is not None}  # the policy methods
+        refuse_if_trained_on_every_tool(paths, benchmark)
         if "all" in split_names:
             refuse_foreign_if_trained(paths, benchmark)
         try:
@@ -185,6 +189,20 @@ def refuse_foreign_if_trained(paths: dict[str, Path], benchmark) -> None:
                 f"--split all evaluates {benchmark.name} as a catalog no policy trained on, but policy {name!r} "
                 f"trained on it: {path / 'manifest.json'} records {runs}. Evaluate it on the catalog's held-out "
                 "tools (--split seen-test,unseen-test with the same --seed) or on a catalog it never trained on."
+            )
+
+
+def refuse_if_trained_on_every_tool(paths: dict[str, Path], benchmark) -> None:
+    """Exit 2 when a policy method trained on every tool of `benchmark` (`all_tools`): none of the
+    evaluation's splits of it is held out from that policy."""
+    from autotool.benchmarks import trained_on_bench
+
+    for name, path in paths.items():
+        if any(e.get("split") == "all-tools" for e in trained_on_bench(path, benchmark)):
+            raise TrainedOnCatalog(
+                f"policy {name!r} trained on every tool of {benchmark.name} (all_tools, {path / 'manifest.json'}): "
+                "no split of this evaluation is held out from it. Its held-out queries (the val and seen-test "
+                "queries of the all-tools split) are scored in its training run's eval/ folder."
             )
 
 

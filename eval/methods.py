@@ -90,11 +90,13 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
 
     Options: `policy` (a `Policy`, or a policy folder; default the default policy), `policy_mode`
     (`reason` or `fast`), `batch_size`, `top_k`, `rationale_tokens`, `call_tokens` (the most new tokens of
-    each). Steps are written in batches by `prepare` (the harness calls it with all steps first), so each
-    step's latency is its batch's time divided by the batch size. A step whose arguments do not parse as a
-    JSON object counts as a format error.
+    each), `grammar` (False: arguments written without the schema grammar). Steps are written in batches by
+    `prepare` (the harness calls it with all steps first), so each step's latency is its batch's time divided
+    by the batch size. The call scored is the one the user gets: its arguments as parsed, less the values that
+    only copy their parameter's description (`autotool.calls.checked_arguments`). A step whose arguments do not
+    parse as a JSON object counts as a format error.
     """
-    from autotool.calls import parse_arguments
+    from autotool.calls import checked_arguments, parse_arguments
     from autotool.policy import Policy
     from autotool.prompts import TokenBudget
     from autotool.select import default_policy, select_steps
@@ -128,11 +130,17 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
                 mode=mode,
                 top_k=top_k,
                 budget=budget,
+                grammar=bool(ctx.options.get("grammar", True)),
+                min_cosine=0.0,  # every step is scored on its choice; abstention is judged on its own
             )
             seconds = (time.perf_counter() - began) / len(batch)
             for step, selection in zip(batch, selections):
                 try:
-                    call = {"name": selection.tool.name, "arguments": parse_arguments(selection.raw_arguments)}
+                    arguments = parse_arguments(selection.raw_arguments)
+                    call = {
+                        "name": selection.tool.name,
+                        "arguments": checked_arguments(arguments, selection.tool.parameters)[0],
+                    }
                 except ValueError:
                     call = None
                 cache[step.id] = (
@@ -155,11 +163,12 @@ def policy_fast_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     return policy_method(EvalContext(ctx.bench, ctx.bank, {**ctx.options, "policy_mode": "fast"}))
 
 
-def register_policy(name: str, path: str, mode: str | None = None) -> None:
-    """Evaluate the policy folder `path` as method `name` (several policies can then be compared in one run)."""
+def register_policy(name: str, path: str, mode: str | None = None, grammar: bool = True) -> None:
+    """Evaluate the policy folder `path` as method `name` (several policies can then be compared in one run);
+    `grammar=False` writes its arguments unconstrained."""
 
     def factory(ctx: EvalContext) -> Callable[[Step], Prediction]:
-        options = {**ctx.options, "policy": path, **({"policy_mode": mode} if mode else {})}
+        options = {**ctx.options, "policy": path, "grammar": grammar, **({"policy_mode": mode} if mode else {})}
         return policy_method(EvalContext(ctx.bench, ctx.bank, options))
 
     register(name, fills_arguments=True)(factory)

@@ -31,7 +31,7 @@ import numpy as np
 from toolbank.embed import DEFAULT_EMBEDDER, Embedder, load_embedder
 from toolbank.index import VectorIndex, resolve_factory
 from toolbank.paths import atomic_write, default_bank_path
-from toolbank.search import MODES, BM25Index, SearchHit, reciprocal_rank_fusion
+from toolbank.search import MODES, RRF_K, BM25Index, SearchHit, reciprocal_rank_fusion
 from toolbank.store import Store
 from toolbank.tool import Tool, flag_suspicious, short
 
@@ -644,7 +644,8 @@ class ToolBank:
         Args:
             query: What the agent needs to do, in words.
             k: How many hits at most.
-            mode: `dense` (cosine of embeddings), `bm25` or `hybrid` (reciprocal rank fusion of both).
+            mode: `dense` (cosine of embeddings), `bm25` or `hybrid` (reciprocal rank fusion of both; its
+                `score` is the fused sum over the best possible, and every dense or hybrid hit has its `cosine`).
             namespace: Only tools in this namespace.
             tags: Only tools carrying all these tags.
             exclude_tags: No tool carrying any of these tags (e.g. `suspicious`, set by `add` on tools whose
@@ -677,8 +678,14 @@ class ToolBank:
                 else reciprocal_rank_fusion([i for i, _ in ranked], [i for i, _ in bm25_ranked])
             )
         ranked = ranked[:k]
+        if mode == "hybrid":
+            ranked = [(i, s * (RRF_K + 1) / 2) for i, s in ranked]  # over the best possible: 2 / (k + 1)
         tools = self.store.tools(i for i, _ in ranked)
-        return [SearchHit(tools[i], float(s)) for i, s in ranked if i in tools]
+        hits = [(tools[i], float(s)) for i, s in ranked if i in tools]
+        if mode == "bm25" or not hits:
+            return [SearchHit(tool, score) for tool, score in hits]
+        cosines = self.vectors([tool.name for tool, _ in hits]) @ vector
+        return [SearchHit(tool, score, float(c)) for (tool, score), c in zip(hits, cosines)]
 
     def _allowed_ids(
         self, namespace: str | None, tags: tuple[str, ...], exclude_tags: tuple[str, ...]

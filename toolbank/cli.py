@@ -203,10 +203,25 @@ def _read_files(files, fmt, namespace):
 
 
 def _add(
-    ctx, tools, errors, notes, replace, skip_invalid, embedder, prune=None, source="the input", replace_only_in=None
+    ctx,
+    tools,
+    errors,
+    notes,
+    replace,
+    skip_invalid,
+    embedder,
+    prune=None,
+    source="the input",
+    replace_only_in=None,
+    tags=(),
 ):
+    import dataclasses
+
     from toolbank.bank import NameClash, ToolBank
     from toolbank.tool import SUSPICIOUS_TAG, short
+
+    if tags:  # --tag: each tool keeps its own tags, then gets these (a bad tag is an error naming it)
+        tools = [dataclasses.replace(t, tags=tuple(dict.fromkeys((*t.tags, *tags)))) for t in tools]
 
     for note in notes:
         click.echo(f"warning: {printable(note)}", err=True)
@@ -265,6 +280,9 @@ def _add(
 
 _add_options = [
     click.option("--namespace", help="Put every tool in this namespace."),
+    click.option(
+        "--tag", "tags", multiple=True, help="Add this tag to every tool, beside the tags it has (repeatable)."
+    ),
     click.option("--replace", is_flag=True, help="Overwrite tools whose name is already in the bank."),
     click.option(
         "--skip-invalid", is_flag=True, help="Add the valid tools and list the invalid ones, instead of adding none."
@@ -292,7 +310,7 @@ def _with_add_options(fn):
 )
 @click.pass_context
 @_user_errors
-def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
+def add(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt):
     """Register the tools in FILES (JSON or JSONL: one tool, a list, or an MCP tools/list result).
 
     All tools of all files go in one transaction: one invalid tool adds none, and every invalid one is listed
@@ -306,6 +324,7 @@ def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
         skip_invalid,
         embedder,
         source="FILES" if len(files) > 1 else files[0],
+        tags=tags,
     )
 
 
@@ -338,7 +357,7 @@ def add(ctx, files, namespace, replace, skip_invalid, embedder, fmt):
 )
 @click.pass_context
 @_user_errors
-def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command, sync, timeout):
+def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, command, sync, timeout):
     """Register tools exported from OpenAI, Anthropic or an MCP server's tools/list, or read from a live
     MCP server.
 
@@ -364,6 +383,7 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
             skip_invalid,
             embedder,
             source="FILES" if len(files) > 1 else files[0],
+            tags=tags,
         )
         return
     from toolbank.mcp_import import list_server_tools, namespace_for
@@ -387,6 +407,7 @@ def import_(ctx, files, namespace, replace, skip_invalid, embedder, fmt, command
         prune=namespace if sync else None,
         source=source,
         replace_only_in=None if replace else namespace,
+        tags=tags,
     )
 
 
@@ -469,7 +490,7 @@ def search(ctx, query, k, mode, namespace, tags, exclude_tags, as_json):
         raise click.ClickException(problem)
     hits = bank.search(query, k=k, mode=mode, namespace=namespace, tags=tags, exclude_tags=exclude_tags)
     if as_json:
-        _echo_json([{"name": h.name, "score": h.score, "tool": h.tool.to_dict()} for h in hits])
+        _echo_json([{"name": h.name, "score": h.score, "cosine": h.cosine, "tool": h.tool.to_dict()} for h in hits])
         return
     if not hits:
         click.echo("no matching tools")

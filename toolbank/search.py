@@ -21,10 +21,14 @@ RRF_K = 60  # Cormack et al. 2009
 
 @dataclass(frozen=True)
 class SearchHit:
-    """One ranked tool. `score` is cosine (dense), BM25 score (bm25) or the RRF sum (hybrid)."""
+    """One ranked tool. `score` is the cosine with the request (dense), the BM25 score (bm25), or (hybrid) the
+    reciprocal-rank-fusion sum over its best possible value, in (0, 1] (1: first in both rankings), the same
+    scale for every request. `cosine` is the request's cosine with the tool (dense and hybrid; None for bm25):
+    how well the tool fits, comparable across requests, to threshold on."""
 
     tool: Tool
     score: float
+    cosine: float | None = None
 
     @property
     def name(self) -> str:

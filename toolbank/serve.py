@@ -66,7 +66,7 @@ class Guard:
                 raise MCPToolError(str(database_error(self.bank_path, e))) from None
 
 
-def tool_json(tool, score: float | None = None) -> dict[str, Any]:
+def tool_json(tool, score: float | None = None, cosine: float | None = None) -> dict[str, Any]:
     out = {
         "name": tool.name,
         "description": tool.description,
@@ -75,6 +75,8 @@ def tool_json(tool, score: float | None = None) -> dict[str, Any]:
     }
     if score is not None:
         out["score"] = score
+    if cosine is not None:
+        out["cosine"] = cosine
     return out
 
 
@@ -114,7 +116,7 @@ def build_server(
             namespace=namespace,
             exclude_tags=() if include_suspicious else (SUSPICIOUS_TAG,),
         )
-        return {"tools": [tool_json(h.tool, h.score) for h in hits]}
+        return {"tools": [tool_json(h.tool, h.score, h.cosine) for h in hits]}
 
     @server.tool()
     def list_namespaces() -> dict[str, Any]:

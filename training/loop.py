@@ -230,7 +230,10 @@ def evaluate_policy(
         for start in range(0, len(steps), batch_size):
             batch = steps[start : start + batch_size]
             for step, chosen in zip(
-                batch, select_steps(policy, bank, [step_input(bank, s) for s in batch], k=10, mode=mode, budget=budget)
+                batch,
+                select_steps(
+                    policy, bank, [step_input(bank, s) for s in batch], k=10, mode=mode, budget=budget, min_cosine=0.0
+                ),
             ):
                 try:
                     call = {"name": chosen.tool.name, "arguments": parse_arguments(chosen.raw_arguments)}

@@ -83,6 +83,13 @@ class RunConfig:
         },
     )
     lora_rank: int = field(default=8, metadata={"help": "LoRA rank of a fresh policy's adapters"})
+    all_tools: bool = field(
+        default=False,
+        metadata={
+            "help": "train on every tool of the catalog (your own), with the queries split 64/20/16 into "
+            "train, val and seen-test instead of the tools (no unseen tools to evaluate on)"
+        },
+    )
     trajectories: str = field(
         default="", metadata={"help": 'a trajectories JSONL ("" = built from the benchmark\'s train split)'}
     )
@@ -107,7 +114,14 @@ class Trainer:
     def __init__(self, config: RunConfig, stages: list[str], phase: str):
         from accelerate import Accelerator
 
-        from autotool.benchmarks import FOREIGN_VALIDATION, benchmark_bank, catalog_role, load_benchmark, load_split
+        from autotool.benchmarks import (
+            FOREIGN_VALIDATION,
+            benchmark_bank,
+            catalog_role,
+            load_benchmark,
+            load_split,
+            make_split,
+        )
 
         self.config, self.stages = config, stages
         if config.threads > 0:
@@ -124,7 +138,11 @@ class Trainer:
         if self.main:
             loop.write_config(self.out, config)
         self.log = loop.RunLog(self.out, enabled=self.main)
-        self.split = load_split(self.bench, config.seed)
+        self.split = (
+            make_split(self.bench, config.seed, all_tools=True)
+            if config.all_tools
+            else load_split(self.bench, config.seed)
+        )
         self.title = f"{phase} on {self.bench.name}"
         self.bank = benchmark_bank(self.bench, config.embedder)
         self.table = ToolTable.from_bank(self.bank, sorted(self.split.tools["train"]))
@@ -227,7 +245,8 @@ class Trainer:
         from autotool.benchmarks import manifest_trained_on, merge_trained_on, training_record
 
         self.policy.info["trained_on"] = merge_trained_on(
-            manifest_trained_on(self.policy.info), [training_record(self.bench, self.config.seed)]
+            manifest_trained_on(self.policy.info),
+            [training_record(self.bench, self.config.seed, "all-tools" if self.config.all_tools else "train")],
         )
 
     # -- stages ---------------------------------------------------------------------------------

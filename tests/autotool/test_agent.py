@@ -24,7 +24,7 @@ class Script(Policy):
     script: list[list[int]]
     prompts_seen: list[list[int]]
 
-    def generate_ids(self, prompts, max_new_tokens, stop, sample=False, temperature=1.0):
+    def generate_ids(self, prompts, max_new_tokens, stop, sample=False, temperature=1.0, constraints=None):
         stop_id, out = self.tokenizer.convert_tokens_to_ids(stop), []
         for prompt in prompts:
             self.prompts_seen.append(list(prompt))
@@ -416,7 +416,7 @@ def test_invalid_arguments_and_raising_functions_are_observations(shop, policy):
     trajectory = agent.run("Look up order A-553's total, then convert it to EUR")
     (first, error), (second, raised) = trajectory.steps
     assert first.tool.name == "get_order" and first.arguments is None and first.argument_errors
-    assert error.startswith("error: arguments for 'get_order' failed the schema twice: ")
+    assert error.startswith("error: no valid arguments for 'get_order': ")
     assert raised == "error: ValueError: nothing to convert"
     assert calls == [("convert_currency", 1, "USD", "USD")] and trajectory.stop == "no_tools"
     # an unknown argument passes the schema (the card has no additionalProperties) and the function refuses it
@@ -442,3 +442,17 @@ def test_min_probability_ends_the_run_before_an_unsure_call(shop, policy):
     script(policy, '{"order_id": "A-553"}}', "<answer>120 USD</answer>")
     trajectory = agent.run("Look up order A-553's total")
     assert len(trajectory.steps) == 1 and trajectory.stop == "answer" and calls == [("get_order", "A-553")]
+
+
+def test_a_request_no_tool_fits_ends_the_run_before_any_call(shop, policy, monkeypatch):
+    import autotool.select
+
+    agent, calls = shop
+    monkeypatch.setitem(autotool.select.MIN_COSINE, agent.bank.embedder_id, 1.01)  # nothing can reach it
+    script(policy, "a joke")  # the rationale; no call may be written
+    trajectory = agent.run("Tell me a joke about cats")
+    assert trajectory.stop == "no_tool_fits" and trajectory.steps == [] and calls == []
+    monkeypatch.setitem(autotool.select.MIN_COSINE, agent.bank.embedder_id, 0.0)
+    script(policy, "an order's total", '{"order_id": "A-553"}}', "<answer>120 USD</answer>")
+    trajectory = agent.run("Look up order A-553")
+    assert trajectory.stop == "answer" and calls == [("get_order", "A-553")]

@@ -86,6 +86,19 @@ def test_select_names_flags_and_unknown_namespaces(bank, saved_policy):
     assert result.exit_code == 1 and "is not a bank" in result.output and "ToolBank" not in result.output
 
 
+def test_select_says_when_no_tool_fits(bank, saved_policy):
+    def run(*args):
+        argv = ["select", QUERIES[0], "--mode", "fast", "--bank", str(bank.path), "--policy", str(saved_policy)]
+        return CliRunner().invoke(main, [*argv, *args])
+
+    result = run("--min-cosine", "1.01")
+    assert result.exit_code == 0 and result.output.startswith("no tool fits (the closest has cosine")
+    out = json.loads(run("--min-cosine", "1.01", "--json").output)
+    assert out["tool"] is None and out["arguments"] is None and out["candidates"]
+    out = json.loads(run("--json").output)
+    assert out["tool"] == out["candidates"][0]["name"] and -1 <= out["cosine"] <= 1
+
+
 def test_select_k_below_one_names_the_flag(bank, saved_policy):
     result = CliRunner().invoke(
         main, ["select", "x", "-k", "0", "--bank", str(bank.path), "--policy", str(saved_policy)]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from helpers import ASSETS
 
-from autotool import Agent, ArgumentError, Policy, PolicyError, select_tool, tool_from_function
+from autotool import Agent, Policy, PolicyError, select_tool, tool_from_function
 from autotool.backbone import BackboneError, load_backbone
 from autotool.prompts import prompt
 from toolbank import HashEmbedder, Tool, ToolBank
@@ -25,8 +25,8 @@ class ScriptedPolicy(Policy):
 
     script: list[str]
 
-    def generate_ids(self, prompts, max_new_tokens, stop, sample=False, temperature=1.0):
-        return [self.encode(self.script.pop(0))[0].tolist() for _ in prompts]
+    def generate_ids(self, prompts, max_new_tokens, stop, sample=False, temperature=1.0, constraints=None):
+        return [self.encode(self.script.pop(0))[0].tolist() for _ in prompts]  # the grammar is not applied
 
 
 def scripted(policy, *texts):
@@ -144,14 +144,38 @@ def test_log_probability_of_a_choice_reaches_the_head(bank, policy):
     assert policy.head.W.weight.grad.abs().sum() > 0 and policy.head.log_g.grad is not None
 
 
-def test_arguments_are_validated_and_retried_once(bank, policy):
+def test_arguments_are_validated_and_retried_once_and_never_raise(bank, policy):
     scripted(policy, '{"city": 5}}', '{"city": "Paris"}}')  # first fails the schema (city is a string)
     selection = select_tool("weather in Paris now", bank, policy, mode="fast")
     assert selection.tool.name == "get_weather" and selection.arguments == {"city": "Paris"}
     scripted(policy, "not json", '{"town": "Paris"}}')  # both fail: 'city' is required
-    with pytest.raises(ArgumentError, match="failed twice.*city") as info:
-        select_tool("weather in Paris now", bank, policy, mode="fast")
-    assert info.value.raw == '{"town": "Paris"}}' and info.value.selection.tool.name == "get_weather"
+    selection = select_tool("weather in Paris now", bank, policy, mode="fast")
+    assert selection.tool.name == "get_weather" and selection.arguments is None
+    assert selection.raw_arguments == '{"town": "Paris"}}' and any("'city'" in e for e in selection.argument_errors)
+
+
+def test_a_value_that_copies_its_description_is_missing(bank, policy):
+    description = bank.get("get_weather").parameters["properties"]["city"]["description"]
+    scripted(policy, json.dumps({"city": description}) + "}", json.dumps({"city": description.upper()}) + "}")
+    selection = select_tool("weather somewhere", bank, policy, mode="fast")
+    assert selection.arguments is None
+    assert selection.argument_errors == [
+        "city: the value only repeats the parameter's name or description (treated as missing)"
+    ]
+
+
+def test_no_tool_fits_below_the_threshold(bank, policy):
+    from autotool.select import MIN_COSINE, fitted_min_cosine
+
+    assert fitted_min_cosine(bank) == 0.0 and bank.embedder_id not in MIN_COSINE  # not fitted: never abstains
+    chosen = select_tool("weather forecast in Paris", bank, policy, mode="fast", arguments=False)
+    expected = float(bank.embedder.encode(["weather forecast in Paris"])[0] @ bank.vectors([chosen.tool.name])[0])
+    assert chosen.tool is not None and chosen.cosine == pytest.approx(expected, abs=1e-5)
+    scripted(policy)  # no text may be written: a request no tool fits gets no arguments
+    above = select_tool("weather forecast in Paris", bank, policy, mode="fast", min_cosine=chosen.cosine + 1e-3)
+    assert above.tool is None and above.arguments is None and above.argument_errors == []
+    assert [t.name for t, _ in above.candidates] == [t.name for t, _ in chosen.candidates]  # still listed
+    assert select_tool("weather forecast in Paris", bank, policy, mode="fast", arguments=False, min_cosine=0).tool
 
 
 def test_bad_queries_and_banks(bank, policy, tmp_path):

@@ -11,6 +11,7 @@ from autotool.benchmarks import (
     load_benchmark,
     load_split,
     make_split,
+    save_split,
     select_queries,
     steps_of,
 )
@@ -42,10 +43,13 @@ def test_split_is_deterministic_disjoint_and_complete(bench_dir):
         assert set(by_id[qid].gold_tools) & set(tools["val"]) and not set(by_id[qid].gold_tools) & a.unseen_tools
 
 
-def test_split_file_is_written_and_reused(bench_dir):
+def test_a_split_is_made_without_writing_and_a_saved_one_is_reused(bench_dir):
     bench = load_benchmark(bench_dir)
     split = load_split(bench, seed=0)
-    path = bench_dir / "splits" / "seed0.json"
+    assert not (bench_dir / "splits").exists()  # the benchmark folder is the user's: nothing written
+    assert load_split(bench, seed=0) == split == make_split(bench, seed=0)
+    path = save_split(bench, split)
+    assert path == bench_dir / "splits" / "seed0.json"
     saved = json.loads(path.read_text())
     saved["tools"]["unseen"] = saved["tools"]["unseen"][:1]  # a hand edit is what later runs get
     path.write_text(json.dumps(saved))

@@ -135,6 +135,16 @@ def test_split_all_is_refused_for_a_policy_that_trained_on_the_catalog(tiny, tmp
     assert str(tmp_path / "home" / "policy" / "manifest.json") in result.output
 
 
+def test_every_split_is_refused_for_a_policy_trained_on_every_tool_of_the_catalog(tiny, tmp_path):
+    folder, trained = tiny
+    manifest = json.loads((trained / "manifest.json").read_text())
+    manifest["trained_on"] = [training_record(load_benchmark(folder), 0, "all-tools")]
+    (trained / "manifest.json").write_text(json.dumps(manifest))
+    result = run_eval("--bench", folder, "--policy", f"mine={trained}", "--split", "unseen-test")
+    assert result.exit_code == 2 and "trained on every tool of tiny" in result.output, result.output
+    assert not list(folder.glob("splits"))  # nothing written into the catalog's folder
+
+
 def test_within_catalog_splits_and_foreign_catalogs_still_run(tiny, tmp_path):
     folder, trained = tiny
     out = tmp_path / "out"

@@ -116,7 +116,9 @@ def check_guarantees(agent, trajectory, calls, max_steps):
     for selection, observation in trajectory.steps:
         assert isinstance(observation, str) and observation
         if selection.arguments is None:  # invalid twice: an error observation, the function not called
-            assert selection.argument_errors and observation.startswith(f"error: arguments for '{selection.tool.name}'")
+            assert selection.argument_errors and observation.startswith(
+                f"error: no valid arguments for '{selection.tool.name}'"
+            )
     # the functions ran exactly for the steps whose arguments were valid, in order
     assert [c[0] for c in calls] == [s.tool.name for s, _ in trajectory.steps if s.arguments is not None]
     assert not any(tag in trajectory.answer for tag in SPECIAL_TOKENS)

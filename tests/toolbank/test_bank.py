@@ -48,6 +48,21 @@ def test_dense_scores_are_cosines(bank, embedder):
     assert hit.score == pytest.approx(expected, abs=1e-5)
 
 
+def test_hybrid_scores_are_on_one_scale_and_hits_carry_their_cosine(bank, embedder):
+    for query in ("Send an email message", "weather", "zzzz qqqq"):
+        hybrid = bank.search(query, k=3, mode="hybrid")
+        assert all(0 < h.score <= 1 for h in hybrid)
+        vector = embedder.encode([query])[0]
+        for hit in hybrid + bank.search(query, k=3, mode="dense"):
+            assert hit.cosine == pytest.approx(float(vector @ embedder.encode([hit.tool.text])[0]), abs=1e-5)
+    first = bank.search("Send an email message", k=1, mode="dense")[0]
+    assert first.cosine == pytest.approx(first.score, abs=1e-5)
+    both_first = bank.search("Send an email message", k=1, mode="hybrid")[0]
+    assert both_first.name == first.name == bank.search("Send an email message", k=1, mode="bm25")[0].name
+    assert both_first.score == pytest.approx(1.0)  # first in both rankings
+    assert all(h.cosine is None for h in bank.search("weather", k=3, mode="bm25"))
+
+
 def test_unchanged_text_is_not_re_embedded(tmp_path):
     embedder = CountingEmbedder()
     bank = ToolBank.create(tmp_path / "b", embedder)

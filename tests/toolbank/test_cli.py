@@ -262,6 +262,21 @@ def test_import_detects_the_format_as_add_does(cli, write_json):
     assert result.exit_code == 2 and "--format applies to FILES" in result.output
 
 
+def test_add_and_import_tag_every_tool(cli, write_json, tmp_path):
+    tagged = [GOOD[0] | {"tags": ["weather"]}, GOOD[1]]
+    assert cli("add", write_json("t.json", tagged), "--tag", "team-a", "--tag", "weather").exit_code == 0
+    tools = {t["name"]: t.get("tags") for t in json.loads(cli("list", "--json").output)}
+    assert tools == {"get_weather": ["weather", "team-a"], "pdf_to_text": ["team-a", "weather"]}
+    openai = [{"type": "function", "function": {"name": "c", "description": "c", "parameters": {"type": "object"}}}]
+    assert cli("import", write_json("o.json", openai), "--tag", "imported").exit_code == 0
+    assert json.loads(cli("show", "c", "--json").output)["tags"] == ["imported"]
+    assert [h["name"] for h in json.loads(cli("search", "c", "--tag", "imported", "--json").output)] == ["c"]
+    before = bank_state(tmp_path)
+    result = cli("add", write_json("u.json", [{"name": "d", "description": "d"}]), "--tag", "")
+    assert result.exit_code == 1 and "tags" in result.output and "Traceback" not in result.output
+    assert bank_state(tmp_path) == before
+
+
 def test_export_by_namespace_and_unknown_namespaces(cli, write_json):
     assert cli("add", write_json("t.json", NAMESPACED)).exit_code == 0
     exported = json.loads(cli("export", "--namespace", "fs", "--namespace", "mail").output)

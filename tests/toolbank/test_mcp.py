@@ -269,6 +269,13 @@ def test_select_tool_over_stdio(served_bank, tmp_path):
             assert answer["tool"]["name"] == expected[0].tool.name
             assert 0 < answer["probability"] <= 1 and answer["rationale"] == ""
             assert answer["tool"]["parameters"] == expected[0].tool.parameters
+            assert -1 <= answer["cosine"] <= 1
+            nothing = await _result(
+                client,
+                "select_tool",
+                {"query": "tell me a joke", "mode": "fast", "arguments": False, "min_cosine": 1.01},
+            )
+            assert nothing["tool"] is None and nothing["arguments"] is None and nothing["candidates"]
             result = await client.call_tool("select_tool", {"query": "", "mode": "fast"})
             assert result.is_error and "the query is empty" in result.content[0].text
 

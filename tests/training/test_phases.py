@@ -134,6 +134,25 @@ def test_phase1_writes_policies_metrics_curves_and_evaluations(phase1_run):
     assert "trained_on" not in json.loads((out / "policy-initial" / "manifest.json").read_text())
 
 
+def test_all_tools_trains_on_every_tool_with_a_val_split_of_queries(bench_folder, tmp_path):
+    from autotool.benchmarks import make_split
+
+    bench = load_benchmark(bench_folder)
+    split = make_split(bench, 0, all_tools=True)
+    assert split.tools == {"train": sorted(TOOLS), "val": [], "unseen": []}
+    assert len(split.queries["val"]) == round(0.2 * 48) and not split.queries["unseen-test"]
+    every = split.queries["train"] + split.queries["val"] + split.queries["seen-test"]
+    assert sorted(every) == sorted(q.id for q in bench.queries)  # each query in exactly one split
+    out = tmp_path / "all"
+    args = tiny_args(bench_folder, out, "--all_tools", "true", "--sft.steps", "1", "--sft.batch_size", "2")
+    assert phase1.main([*args, "--grpo.steps", "0", "--eval.splits", "[val]"]) == 0
+    trained = {step["tool"] for t in map(json.loads, (out / "trajectories.jsonl").open()) for step in t["steps"]}
+    assert trained == set(TOOLS)  # the standard split would hold most of them out
+    manifest = json.loads((out / "policy-sft" / "manifest.json").read_text())
+    assert [(e["catalog"], e["split"]) for e in manifest["trained_on"]] == [("tiny", "all-tools")]
+    assert json.loads((out / "eval" / "after-sft.json").read_text())["metrics"]["val/hit@1"] >= 0
+
+
 def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder):
     (initial, initial_head), (sft, sft_head) = (
         adapter_and_head(phase1_run / p) for p in ("policy-initial", "policy-sft")
@@ -147,13 +166,16 @@ def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder
 
 
 def test_no_held_out_tool_in_the_training_data(phase1_run, bench_folder):
-    split = json.loads((bench_folder / "splits" / "seed0.json").read_text())
+    from autotool.benchmarks import load_split
+
+    split = load_split(load_benchmark(bench_folder), 0)
+    assert not (bench_folder / "splits").exists()  # training wrote nothing into the catalog's folder
     used = {
         s["tool"]
         for line in (phase1_run / "trajectories.jsonl").read_text().splitlines()
         for s in json.loads(line)["steps"]
     }
-    assert used and used <= set(split["tools"]["train"])
+    assert used and used <= set(split.tools["train"]) and len(split.tools["train"]) < len(TOOLS)
 
 
 def test_phase1_resumes_from_its_last_checkpoint(phase1_run, bench_folder, capsys):
