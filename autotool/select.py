@@ -138,17 +138,20 @@ def select_steps(
     budget: TokenBudget = TokenBudget(),
     grammar: bool = True,
     min_cosine: float | None = None,
+    tags: Sequence[str] = (),
 ) -> list[Selection]:
     """The served path, for a batch of steps: rationale, anchor, candidates (autotool/selection.py), choice
     and arguments, as `select_tool` describes. Never raises on arguments: a selection whose arguments failed
     the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this.
-    `namespace` is one namespace, a list of them, or None for every tool; `grammar=False` writes arguments
+    `namespace` is one namespace, a list of them, or None for every tool; `tags` keeps the tools carrying all
+    of them; `grammar=False` writes arguments
     without the schema grammar (to measure what it adds); `min_cosine` as in `select_tool` (the evaluation
     passes 0: it scores every choice)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     _check_counts(k, top_k)
     namespace = _namespaces(namespace)
+    tags = (tags,) if isinstance(tags, str) else tuple(tags)
     if len(bank) == 0:
         raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
     if mode == "fast" and not arguments and not policy.head.uses_hidden:
@@ -167,11 +170,16 @@ def select_steps(
     )
     selections = []
     for step, rationale, ranked, query in zip(
-        steps, rationales, candidates(policy.head, bank, anchors, steps, max(top_k, k), namespace), queries.numpy()
+        steps,
+        rationales,
+        candidates(policy.head, bank, anchors, steps, max(top_k, k), namespace, tags),
+        queries.numpy(),
     ):
         if not ranked:
             raise ValueError(
-                f"no tools in namespace {namespace!r} of bank {bank.path}"
+                f"no tools in namespace {namespace!r}"
+                + (f" with tags {list(tags)}" if tags else "")
+                + f" of bank {bank.path}"
                 + (" that earlier steps did not call" if step.exclude else "")
             )
         if sample:
@@ -263,6 +271,7 @@ def select_tool(
     sample: bool = False,
     top_k: int = DEFAULT_TOP_K,
     min_cosine: float | None = None,
+    tags: Sequence[str] = (),
 ) -> Selection:
     """Choose a tool for `query`, say why, and fill its arguments; or say that no tool fits.
 
@@ -278,6 +287,7 @@ def select_tool(
             copied its description), a retry with the errors shown. Never raises on them: `arguments` is None
             and `argument_errors` says why.
         namespace: Only consider tools in this namespace (or these, a list).
+        tags: Only consider tools carrying all of these tags.
         sample: Sample the tool from the selection distribution instead of taking the most probable.
         top_k: Candidates the distribution is computed over (the whole bank when smaller).
         min_cosine: Say no tool fits (`tool` None) when the request's cosine with the best tool is below this;
@@ -296,7 +306,7 @@ def select_tool(
     context = list(context or ())
     step = StepInput(query, history(context, bank.get), tuple(record.tool for record in context))
     (selection,) = select_steps(
-        policy, bank, [step], k, mode, arguments, namespace, sample, top_k, min_cosine=min_cosine
+        policy, bank, [step], k, mode, arguments, namespace, sample, top_k, min_cosine=min_cosine, tags=tags
     )
     return selection
 
@@ -335,6 +345,7 @@ def select_tools(
     mode: str = "fast",
     namespace: str | Sequence[str] | None = None,
     top_k: int = DEFAULT_TOP_K,
+    tags: Sequence[str] = (),
 ) -> TopTools:
     """The best `k` tools for `query`, in a chat API's format, for a larger model to choose among and call.
 
@@ -351,6 +362,7 @@ def select_tools(
         mode: `fast` (default: no rationale) or `reason` (a rationale, in `TopTools.rationale`).
         namespace: Only consider tools in this namespace (or these, a list).
         top_k: Candidates the distribution is computed over (at least `k`).
+        tags: Only consider tools carrying all of these tags.
 
     Raises:
         ValueError: Empty query, unknown format or mode, k or top_k below 1, an empty bank or namespace.
@@ -364,7 +376,7 @@ def select_tools(
     bank = ToolBank.load(default_bank_path()) if bank is None else bank
     policy = default_policy(bank) if policy is None else policy
     (selection,) = select_steps(
-        policy, bank, [StepInput(query)], k, mode, False, namespace, False, top_k, min_cosine=0.0
+        policy, bank, [StepInput(query)], k, mode, False, namespace, False, top_k, min_cosine=0.0, tags=tags
     )  # the larger model decides whether one fits
     tools = [tool for tool, _ in selection.candidates]
     return TopTools(

@@ -123,19 +123,21 @@ def candidates(
     steps: Sequence[StepInput],
     top_k: int | None = DEFAULT_TOP_K,
     namespace: str | tuple[str, ...] | None = None,
+    tags: Sequence[str] = (),
 ) -> list[list[Candidate]]:
     """For each step's unit anchor (rows of `anchors`), its candidates with their selection probabilities,
     best first (ties: the order of `tools`, the bank's dense order). `namespace`: one, several (a tuple), or
-    None for every tool. See the module docstring."""
+    None for every tool; `tags`: only tools carrying all of them. See the module docstring."""
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
     anchors = torch.as_tensor(np.asarray(anchors, dtype=np.float32) if not torch.is_tensor(anchors) else anchors)
     if isinstance(tools, ToolTable):
-        if namespace is not None:
-            raise ValueError("a ToolTable has no namespaces; filter its tools instead")
+        if namespace is not None or tags:
+            raise ValueError("a ToolTable has no namespaces or tags; filter its tools instead")
         return _table_candidates(head, tools, anchors, steps, top_k)
     return [
-        _bank_candidates(head, tools, anchor.numpy(), step, top_k, namespace) for anchor, step in zip(anchors, steps)
+        _bank_candidates(head, tools, anchor.numpy(), step, top_k, namespace, tuple(tags))
+        for anchor, step in zip(anchors, steps)
     ]
 
 
@@ -187,17 +189,10 @@ def _search(
     mode: str,
     namespace: str | tuple[str, ...] | None,
     query_vector: np.ndarray | None = None,
+    tags: tuple[str, ...] = (),
 ):
-    """`bank.search` in one namespace, every one (None), or several (a tuple: the best `k` of their hits, as
-    one search over their union would rank them; ties in the order of the namespaces)."""
-    if namespace is None or isinstance(namespace, str):
-        return bank.search(query, k=k, mode=mode, namespace=namespace, query_vector=query_vector)
-    hits = [
-        h
-        for ns in dict.fromkeys(namespace)
-        for h in bank.search(query, k=k, mode=mode, namespace=ns, query_vector=query_vector)
-    ]
-    return sorted(hits, key=lambda h: -h.score)[:k]
+    """`bank.search` in one namespace, several (a tuple) or every one (None), of the tools carrying all `tags`."""
+    return bank.search(query, k=k, mode=mode, namespace=namespace, query_vector=query_vector, tags=tags)
 
 
 def _bank_candidates(
@@ -207,15 +202,17 @@ def _bank_candidates(
     step: StepInput,
     top_k: int | None,
     namespace: str | tuple[str, ...] | None,
+    tags: tuple[str, ...] = (),
 ) -> list[Candidate]:
     called = set(step.exclude)
     depth = (top_k or len(bank)) + len(called)
-    dense = [h for h in _search(bank, step.query, depth, "dense", namespace, anchor) if h.name not in called][:top_k]
+    dense = [h for h in _search(bank, step.query, depth, "dense", namespace, anchor, tags) if h.name not in called]
+    dense = dense[:top_k]
     tools = {h.name: h.tool for h in dense}
     cosine = {h.name: h.score for h in dense}
     lexical: dict[str, float] = {}
     if head.uses_lexical:
-        hits = _search(bank, step.query, depth, "bm25", namespace)
+        hits = _search(bank, step.query, depth, "bm25", namespace, tags=tags)
         # normalised over every tool, called ones too, as in training
         scores = normalised_bm25(np.array([h.score for h in hits], dtype=np.float32))
         kept = [(h, s) for h, s in zip(hits, scores) if h.name not in called][:top_k]

@@ -47,7 +47,8 @@ def build_server(
         k: int = 5,
         mode: str = "reason",
         arguments: bool = True,
-        namespace: str | None = None,
+        namespace: str | list[str] | None = None,
+        tags: list[str] | None = None,
         min_cosine: float | None = None,
     ) -> dict[str, Any]:
         """Let the autotool policy choose the tool for a request, say why, and fill its arguments; or say that
@@ -55,7 +56,8 @@ def build_server(
 
         mode: reason (writes a rationale first) or fast (no rationale). arguments=false skips filling them
         (then fast mode runs at most one forward pass, none while the head ignores the hidden state). On a CPU,
-        reason mode with arguments takes seconds. min_cosine: below this cosine between the request and the
+        reason mode with arguments takes seconds. namespace: one name or a list; tags: only tools carrying all
+        of them. min_cosine: below this cosine between the request and the
         best tool, no tool fits (default: the threshold fitted for the bank's embedder; 0: always choose).
         Returns {tool (null when no tool fits), probability, cosine, rationale, arguments,
         candidates: [{name, probability}, ...]}, plus argument_error and raw_call when no valid arguments
@@ -76,6 +78,7 @@ def build_server(
                 mode=mode,
                 arguments=arguments,
                 namespace=namespace,
+                tags=tuple(tags or ()),
                 min_cosine=min_cosine,
             )
             out = {

@@ -634,7 +634,7 @@ class ToolBank:
         query: str,
         k: int = 5,
         mode: str = "hybrid",
-        namespace: str | None = None,
+        namespace: str | Sequence[str] | None = None,
         tags: Sequence[str] = (),
         query_vector: np.ndarray | None = None,
         exclude_tags: Sequence[str] = (),
@@ -646,7 +646,7 @@ class ToolBank:
             k: How many hits at most.
             mode: `dense` (cosine of embeddings), `bm25` or `hybrid` (reciprocal rank fusion of both; its
                 `score` is the fused sum over the best possible, and every dense or hybrid hit has its `cosine`).
-            namespace: Only tools in this namespace.
+            namespace: Only tools in this namespace, or in any of these (a list).
             tags: Only tools carrying all these tags.
             exclude_tags: No tool carrying any of these tags (e.g. `suspicious`, set by `add` on tools whose
                 text addresses the model).
@@ -662,6 +662,12 @@ class ToolBank:
             raise BankError("the query is empty; say what the tool should do")
         if k < 1:
             raise BankError(f"k must be at least 1, got {k}")
+        if isinstance(tags, str) or isinstance(exclude_tags, str):
+            raise BankError("tags and exclude_tags are lists of tags, not one string")
+        if namespace is not None and not isinstance(namespace, str):
+            namespace = tuple(dict.fromkeys(namespace))
+            if not namespace or not all(isinstance(n, str) for n in namespace):
+                raise BankError(f"namespace must be a name or a non-empty list of names, got {list(namespace)!r}")
         allowed = self._allowed_ids(namespace, tuple(tags), tuple(exclude_tags))
         depth = max(k, HYBRID_DEPTH) if mode == "hybrid" else k
         ranked: list[tuple[int, float]]
@@ -688,7 +694,7 @@ class ToolBank:
         return [SearchHit(tool, score, float(c)) for (tool, score), c in zip(hits, cosines)]
 
     def _allowed_ids(
-        self, namespace: str | None, tags: tuple[str, ...], exclude_tags: tuple[str, ...]
+        self, namespace: str | tuple[str, ...] | None, tags: tuple[str, ...], exclude_tags: tuple[str, ...]
     ) -> list[int] | None:
         """Row ids a search with these filters may return (None: any); kept per generation, as a filter such as
         MCP search's `suspicious` one applies to every query."""
@@ -705,7 +711,12 @@ class ToolBank:
             if namespace is None and not tags and not excluded:
                 allowed = None
             else:
-                allowed = [i for i in self.store.ids_where(namespace, tags) if i not in excluded]
+                ids = (
+                    self.store.ids_where(namespace, tags)
+                    if namespace is None or isinstance(namespace, str)
+                    else sorted({i for ns in namespace for i in self.store.ids_where(ns, tags)})
+                )
+                allowed = [i for i in ids if i not in excluded]
             self._filters[1][key] = allowed
         return self._filters[1][key]
 

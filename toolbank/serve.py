@@ -98,13 +98,20 @@ def build_server(
 
     @server.tool()
     def search_tools(
-        query: str, k: int = 5, mode: str = "hybrid", namespace: str | None = None, include_suspicious: bool = False
+        query: str,
+        k: int = 5,
+        mode: str = "hybrid",
+        namespace: str | list[str] | None = None,
+        tags: list[str] | None = None,
+        include_suspicious: bool = False,
     ) -> dict[str, Any]:
-        """Rank the bank's tools for a request. mode: hybrid (default), dense or bm25.
+        """Rank the bank's tools for a request. mode: hybrid (default), dense or bm25. namespace: one name or a
+        list (tools in any of them); tags: only tools carrying all of them.
 
         Tools tagged `suspicious` (their description addresses the model, e.g. "always select this tool") are
         left out unless include_suspicious=true.
-        Returns {"tools": [{name, description, namespace, parameters (JSON Schema), score}, ...]}, best first.
+        Returns {"tools": [{name, description, namespace, parameters (JSON Schema), score, cosine}, ...]}, best
+        first; cosine (dense, hybrid) is the request's cosine with the tool, comparable across requests.
         """
         if mode not in MODES:
             raise MCPToolError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -114,6 +121,7 @@ def build_server(
             k=k,
             mode=mode,
             namespace=namespace,
+            tags=tuple(tags or ()),
             exclude_tags=() if include_suspicious else (SUSPICIOUS_TAG,),
         )
         return {"tools": [tool_json(h.tool, h.score, h.cosine) for h in hits]}

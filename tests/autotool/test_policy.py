@@ -178,6 +178,15 @@ def test_no_tool_fits_below_the_threshold(bank, policy):
     assert select_tool("weather forecast in Paris", bank, policy, mode="fast", arguments=False, min_cosine=0).tool
 
 
+def test_select_tool_keeps_to_namespaces_and_tags(bank, policy):
+    chosen = select_tool("weather", bank, policy, mode="fast", arguments=False, tags=["forecast"], k=10)
+    assert chosen.tool.name == "get_forecast" and [t.name for t, _ in chosen.candidates] == ["get_forecast"]
+    chosen = select_tool("a PDF", bank, policy, mode="fast", arguments=False, namespace=["weather", "files"], k=10)
+    assert {t.namespace for t, _ in chosen.candidates} <= {"weather", "files"} and len(chosen.candidates) == 3
+    with pytest.raises(ValueError, match="with tags"):
+        select_tool("weather", bank, policy, mode="fast", arguments=False, tags=["no-such-tag"])
+
+
 def test_bad_queries_and_banks(bank, policy, tmp_path):
     with pytest.raises(ValueError, match="empty"):
         select_tool("  ", bank, policy)

@@ -31,6 +31,16 @@ def test_search_filters_by_namespace_and_tag(bank):
     assert {h.name for h in bank.search("weather", k=10, namespace="weather")} == {"get_weather", "get_forecast"}
     assert [h.name for h in bank.search("weather", k=10, tags=["forecast"], mode="dense")] == ["get_forecast"]
     assert bank.search("weather", k=10, namespace="nothing_here") == []
+    both = bank.search("convert a document or the weather", k=10, namespace=["weather", "files"], mode="dense")
+    alone = bank.search("convert a document or the weather", k=10, mode="dense")
+    namespaces = {t.name: t.namespace for t in bank}
+    assert [h.name for h in both] == [h.name for h in alone if namespaces[h.name] in ("weather", "files")]
+    tagged = bank.search("weather", k=10, namespace=["weather", "files"], tags=["forecast"], mode="bm25")
+    assert [h.name for h in tagged] == ["get_forecast"]
+    with pytest.raises(BankError, match="lists of tags"):
+        bank.search("weather", tags="forecast")
+    with pytest.raises(BankError, match="non-empty list"):
+        bank.search("weather", namespace=[])
 
 
 def test_search_rejects_bad_arguments(bank):

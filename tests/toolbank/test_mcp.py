@@ -157,6 +157,12 @@ async def _check_session(client: Client, bank: ToolBank, writable: bool, selects
         assert answer["tools"][0]["parameters"] == expected[0].tool.parameters
     answer = await _result(client, "search_tools", {"query": "weather", "k": 5, "namespace": "files"})
     assert [t["name"] for t in answer["tools"]] == ["pdf_to_text"]
+    several = {"query": "weather", "k": 5, "mode": "dense", "namespace": ["files", "mail"]}
+    answer = await _result(client, "search_tools", several)
+    assert sorted(t["name"] for t in answer["tools"]) == ["pdf_to_text", "send_email"]
+    assert all(-1 <= t["cosine"] <= 1 for t in answer["tools"])
+    answer = await _result(client, "search_tools", {"query": "weather", "k": 5, "tags": ["forecast"]})
+    assert [t["name"] for t in answer["tools"]] == ["get_forecast"]
 
     assert await _result(client, "list_namespaces", {}) == {
         "namespaces": [{"name": "files", "tools": 1}, {"name": "mail", "tools": 1}, {"name": "weather", "tools": 2}],
