@@ -170,11 +170,17 @@ def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, poli
     help="Load the indexes, the embedder and the policy with its language model (converting them the "
     "first time) before serving, and say when ready; else the policy loads on the first select_tool.",
 )
+@click.option(
+    "--call-through",
+    is_flag=True,
+    help="Also expose call_tool: it calls a tool imported with `toolbank import --from-mcp` on its own server "
+    "(started from the command recorded at import), so an agent needs only this one MCP connection.",
+)
 @click.option("--verbose", is_flag=True, help="Also log debug lines and progress bars on stderr.")
 @bank_option
 @policy_option
 @_user_errors
-def serve(transport, host, port, allow_write, token_file, preload, verbose, bank, policy_path):
+def serve(transport, host, port, allow_write, token_file, preload, call_through, verbose, bank, policy_path):
     """Serve the bank to agents over MCP: search_tools, select_tool, list_namespaces (and add_tool).
 
     \b
@@ -203,6 +209,7 @@ def serve(transport, host, port, allow_write, token_file, preload, verbose, bank
             policy_path=policy_path,
             policy=policy,
             log_level="DEBUG" if verbose else "WARNING",
+            call_through=call_through,
         ),
         transport,
         host=host,

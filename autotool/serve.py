@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
 
 from toolbank import ToolBank
 from toolbank.serve import Guard, tool_json
@@ -31,6 +32,7 @@ def build_server(
     policy_path: str | Path | None = None,
     policy=None,
     log_level: str = "WARNING",
+    call_through: bool = False,
 ) -> MCPServer:
     """The MCP server for `bank`, with `select_tool` (policy: `policy`, a loaded `Policy` (`--preload`), else the
     one at `policy_path`, else the default policy, loaded on the first call, as it takes seconds). `log_level`:
@@ -94,5 +96,31 @@ def build_server(
             return out
 
         return guarded(run)
+
+    if call_through:
+
+        @server.tool()
+        def call_tool(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+            """Call a tool of this bank that was imported from an MCP server (`toolbank import --from-mcp`) on
+            that server, started from the command recorded at import and stopped after the call. Returns the
+            server's tools/call result: {content: [...], isError}.
+            """
+            from toolbank.mcp_import import call_server_tool
+
+            def recorded_server():
+                tool = bank.get(name)
+                record = bank.server(tool.namespace)
+                if record is None:
+                    raise ValueError(
+                        f"tool {name!r} (namespace {tool.namespace!r}) was not imported from an MCP server with "
+                        "`toolbank import --from-mcp`, so there is no server to call it on"
+                    )
+                return record
+
+            record = guarded(recorded_server)
+            try:  # outside the guard: a slow server does not hold up the bank's other calls
+                return call_server_tool(record, name, arguments or {})
+            except ValueError as e:
+                raise MCPToolError(str(e)) from None
 
     return server

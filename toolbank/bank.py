@@ -524,6 +524,19 @@ class ToolBank:
             raise NameClash(clash, "" if replace_only_in is None else f" outside namespace {replace_only_in!r}")
         return existing
 
+    def set_server(self, namespace: str, command: str, env: Sequence[str] = ()) -> None:
+        """Record how to start the MCP server whose tools are in `namespace` (`toolbank import --from-mcp`):
+        its shell-style command line, and the names of the environment variables it is given from the
+        environment of whoever starts it (their values are not stored)."""
+        record = json.dumps({"command": command, "env": list(env)})
+        with self._write_lock(), self.store.transaction():
+            self.store.set_meta(f"server:{namespace}", record)
+
+    def server(self, namespace: str | None) -> dict | None:
+        """`{"command", "env"}` of the MCP server recorded for `namespace` (`set_server`), or None."""
+        record = None if namespace is None else self.store.get_meta(f"server:{namespace}")
+        return None if record is None else json.loads(record)
+
     def remove(self, names: Sequence[str]) -> None:
         """Remove tools by name, in one transaction; `BankError` naming the first unknown one."""
         with self._write_lock():

@@ -349,6 +349,14 @@ def add(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt):
     "--sync", is_flag=True, help="With --from-mcp: also remove the namespace's tools the server no longer lists."
 )
 @click.option(
+    "--env",
+    "env",
+    multiple=True,
+    metavar="NAME",
+    help="With --from-mcp: an environment variable the server needs; `autotool serve --call-through` passes it "
+    "on from its own environment (the value is not stored). Repeatable.",
+)
+@click.option(
     "--timeout",
     default=30.0,
     show_default=True,
@@ -357,7 +365,7 @@ def add(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt):
 )
 @click.pass_context
 @_user_errors
-def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, command, sync, timeout):
+def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, command, sync, env, timeout):
     """Register tools exported from OpenAI, Anthropic or an MCP server's tools/list, or read from a live
     MCP server.
 
@@ -374,8 +382,8 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
     if command and fmt is not None:
         raise click.UsageError("--format applies to FILES; an MCP server's tools are MCP tools")
     if files:
-        if sync:
-            raise click.UsageError("--sync applies to --from-mcp")
+        if sync or env:
+            raise click.UsageError(f"{'--sync' if sync else '--env'} applies to --from-mcp")
         _add(
             ctx,
             *_read_files(files, fmt, namespace),
@@ -409,6 +417,7 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
         replace_only_in=None if replace else namespace,
         tags=tags,
     )
+    _load(ctx).set_server(namespace, command, env)  # how `autotool serve --call-through` starts it
 
 
 @main.command()

@@ -76,7 +76,7 @@ def list_server_tools(command: str, timeout: float = 30.0) -> tuple[str | None, 
             return anyio.run(_list_tools, argv, timeout, errlog)
         except MCPImportError as e:
             raise MCPImportError(e.reason, file=source) from None
-        except BaseException as e:  # noqa: BLE001: anything the server or transport did wrong is reported
+        except BaseException as e:  # anything the server or transport did wrong is reported
             if isinstance(e, KeyboardInterrupt):
                 raise
             leaves = _leaves(e)
@@ -89,6 +89,46 @@ def list_server_tools(command: str, timeout: float = 30.0) -> tuple[str | None, 
             raise MCPImportError(
                 reason + (f"\n--- its stderr (last lines) ---\n{tail}" if tail else ""), file=source
             ) from None
+
+
+async def _call_tool(argv: list[str], env: dict[str, str] | None, name: str, arguments: dict, timeout: float):
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    with anyio.fail_after(timeout):
+        async with Client(stdio_client(params), read_timeout_seconds=timeout, cache=None) as client:
+            result = await client.call_tool(name, arguments)
+            return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def call_server_tool(server: dict, name: str, arguments: dict, timeout: float = 60.0) -> dict[str, Any]:
+    """Start the recorded MCP server (`ToolBank.server`: its command and the names of the environment
+    variables it gets), call its tool `name` with `arguments`, stop it; the `tools/call` result
+    (`{"content": [...], "isError": ...}`). `MCPImportError` when the server cannot be started or answer."""
+    import os
+
+    import anyio
+
+    argv = shlex.split(server["command"])
+    if not argv or shutil.which(argv[0]) is None:
+        raise MCPImportError(f"command {argv[0] if argv else ''!r} not found", file=f"MCP server `{server['command']}`")
+    env = None
+    if server.get("env"):
+        env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", *server["env"])}
+    try:
+        return anyio.run(_call_tool, argv, env, name, arguments, timeout)
+    except BaseException as e:  # reported with the server's command
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        leaves = _leaves(e)
+        reason = (
+            f"no answer within {timeout:g} s"
+            if any(isinstance(leaf, TimeoutError) for leaf in leaves)
+            else "; ".join(f"{type(leaf).__name__}: {leaf}".rstrip(": ") for leaf in leaves[:3])
+        )
+        raise MCPImportError(f"calling {name!r}: {reason}", file=f"MCP server `{server['command']}`") from None
 
 
 def namespace_for(server_name: str | None, command: str) -> str:
