@@ -182,19 +182,6 @@ def _table_candidates(
     return out
 
 
-def _search(
-    bank: ToolBank,
-    query: str,
-    k: int,
-    mode: str,
-    namespace: str | tuple[str, ...] | None,
-    query_vector: np.ndarray | None = None,
-    tags: tuple[str, ...] = (),
-):
-    """`bank.search` in one namespace, several (a tuple) or every one (None), of the tools carrying all `tags`."""
-    return bank.search(query, k=k, mode=mode, namespace=namespace, query_vector=query_vector, tags=tags)
-
-
 def _bank_candidates(
     head,
     bank: ToolBank,
@@ -206,13 +193,13 @@ def _bank_candidates(
 ) -> list[Candidate]:
     called = set(step.exclude)
     depth = (top_k or len(bank)) + len(called)
-    dense = [h for h in _search(bank, step.query, depth, "dense", namespace, anchor, tags) if h.name not in called]
-    dense = dense[:top_k]
+    dense = bank.search(step.query, k=depth, mode="dense", namespace=namespace, tags=tags, query_vector=anchor)
+    dense = [h for h in dense if h.name not in called][:top_k]
     tools = {h.name: h.tool for h in dense}
     cosine = {h.name: h.score for h in dense}
     lexical: dict[str, float] = {}
     if head.uses_lexical:
-        hits = _search(bank, step.query, depth, "bm25", namespace, tags=tags)
+        hits = bank.search(step.query, k=depth, mode="bm25", namespace=namespace, tags=tags)
         # normalised over every tool, called ones too, as in training
         scores = normalised_bm25(np.array([h.score for h in hits], dtype=np.float32))
         kept = [(h, s) for h, s in zip(hits, scores) if h.name not in called][:top_k]

@@ -684,10 +684,12 @@ class ToolBank:
         allowed = self._allowed_ids(namespace, tuple(tags), tuple(exclude_tags))
         depth = max(k, HYBRID_DEPTH) if mode == "hybrid" else k
         ranked: list[tuple[int, float]]
+        cosines: dict[int, float] = {}  # row id -> the request's cosine with the tool (dense and hybrid)
         if mode in ("dense", "hybrid"):
             vector = self.embedder.encode([query])[0] if query_vector is None else query_vector  # (dim,)
             scores, ids = self.index().search(vector, depth, allowed)
             ranked = list(zip(ids.tolist(), scores.tolist()))
+            cosines = dict(ranked)
         if mode in ("bm25", "hybrid"):
             scores, ids = self._bm25_index().search(query, depth, allowed)
             bm25_ranked = list(zip(ids.tolist(), scores.tolist()))
@@ -700,11 +702,14 @@ class ToolBank:
         if mode == "hybrid":
             ranked = [(i, s * (RRF_K + 1) / 2) for i, s in ranked]  # over the best possible: 2 / (k + 1)
         tools = self.store.tools(i for i, _ in ranked)
-        hits = [(tools[i], float(s)) for i, s in ranked if i in tools]
-        if mode == "bm25" or not hits:
-            return [SearchHit(tool, score) for tool, score in hits]
-        cosines = self.vectors([tool.name for tool, _ in hits]) @ vector
-        return [SearchHit(tool, score, float(c)) for (tool, score), c in zip(hits, cosines)]
+        ranked = [(i, s) for i, s in ranked if i in tools]
+        if mode == "bm25":
+            return [SearchHit(tools[i], float(s)) for i, s in ranked]
+        only_bm25 = [i for i, _ in ranked if i not in cosines]  # hybrid hits outside the dense top: from the store
+        if only_bm25:
+            looked_up = self.vectors([tools[i].name for i in only_bm25]) @ vector
+            cosines.update(zip(only_bm25, looked_up.tolist()))
+        return [SearchHit(tools[i], float(s), float(cosines[i])) for i, s in ranked]
 
     def _allowed_ids(
         self, namespace: str | tuple[str, ...] | None, tags: tuple[str, ...], exclude_tags: tuple[str, ...]

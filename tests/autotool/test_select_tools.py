@@ -89,14 +89,12 @@ def test_one_namespace_or_several(bank, policy):
 
 @pytest.mark.parametrize("mode", ["dense", "bm25"])
 def test_a_search_over_several_namespaces_is_the_whole_banks_filtered(bank, mode):
-    from autotool.selection import _search
-
     bank.add(
         [Tool(f"tool_{i}", f"Weather report number {i} for a city", {}, namespace=f"ns{i % 3}") for i in range(12)]
     )
     query = "weather report for a city"
     whole = [(h.name, h.score) for h in bank.search(query, k=50, mode=mode) if h.tool.namespace in ("weather", "ns1")]
     for k in (2, 5, 50):
-        union = [(h.name, h.score) for h in _search(bank, query, k, mode, ("weather", "ns1", "weather"))]
+        union = [(h.name, h.score) for h in bank.search(query, k=k, mode=mode, namespace=("weather", "ns1", "weather"))]
         assert [s for _, s in union] == pytest.approx([s for _, s in whole[:k]])
         assert {n for n, _ in union} <= {n for n, _ in whole}
