@@ -48,6 +48,18 @@ class Selection:
     raw_arguments: str = ""
     cosine: float = 0.0
 
+    def call(self) -> dict | None:
+        """The call as written, `{"name", "arguments"}`: the arguments parsed from `raw_arguments`, less the
+        values that only copy their parameter's description (as `arguments` has them when they validate); None
+        when no tool fits or the text is not a JSON object. What the evaluations score."""
+        if self.tool is None:
+            return None
+        try:
+            arguments = parse_arguments(self.raw_arguments)
+        except ValueError:
+            return None
+        return {"name": self.tool.name, "arguments": checked_arguments(arguments, self.tool.parameters)[0]}
+
 
 def default_policy_path() -> Path:
     """`$AUTOTOOL_HOME/policy`: a policy of your own, used instead of the shipped one when present."""
@@ -197,12 +209,12 @@ def select_steps(
                 cosine=cosine,
             )
         )
-    chosen = [i for i, s in enumerate(selections) if s.tool is not None]
-    if arguments and chosen:
+    fitting = [i for i, s in enumerate(selections) if s.tool is not None]  # no arguments where no tool fits
+    if arguments and fitting:
         fill_arguments(
             policy,
-            [heads[i] + policy.encode(tool_card(selections[i].tool))[0].tolist() for i in chosen],
-            [selections[i] for i in chosen],
+            [heads[i] + policy.encode(tool_card(selections[i].tool))[0].tolist() for i in fitting],
+            [selections[i] for i in fitting],
             budget.call,
             grammar,
         )

@@ -93,10 +93,9 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     each), `grammar` (False: arguments written without the schema grammar). Steps are written in batches by
     `prepare` (the harness calls it with all steps first), so each step's latency is its batch's time divided
     by the batch size. The call scored is the one the user gets: its arguments as parsed, less the values that
-    only copy their parameter's description (`autotool.calls.checked_arguments`). A step whose arguments do not
-    parse as a JSON object counts as a format error.
+    only copy their parameter's description (`Selection.call`). A step whose arguments do not parse as a JSON
+    object counts as a format error.
     """
-    from autotool.calls import checked_arguments, parse_arguments
     from autotool.policy import Policy
     from autotool.prompts import TokenBudget
     from autotool.select import default_policy, select_steps
@@ -135,14 +134,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
             )
             seconds = (time.perf_counter() - began) / len(batch)
             for step, selection in zip(batch, selections):
-                try:
-                    arguments = parse_arguments(selection.raw_arguments)
-                    call = {
-                        "name": selection.tool.name,
-                        "arguments": checked_arguments(arguments, selection.tool.parameters)[0],
-                    }
-                except ValueError:
-                    call = None
+                call = selection.call()
                 cache[step.id] = (
                     Prediction(
                         [t.name for t, _ in selection.candidates],

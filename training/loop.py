@@ -218,7 +218,6 @@ def evaluate_policy(
     Returns flat metrics `SPLIT/METRIC`, with `SPLIT/reward` = (1 - format_error) + r_correct.
     """
     from autotool.benchmarks import select_queries, step_input, steps_of
-    from autotool.calls import parse_arguments
     from autotool.metrics import call_metrics, selection_metrics
     from autotool.select import select_steps
 
@@ -235,10 +234,7 @@ def evaluate_policy(
                     policy, bank, [step_input(bank, s) for s in batch], k=10, mode=mode, budget=budget, min_cosine=0.0
                 ),
             ):
-                try:
-                    call = {"name": chosen.tool.name, "arguments": parse_arguments(chosen.raw_arguments)}
-                except ValueError:
-                    call = None
+                call = chosen.call()  # as the evaluation scores it
                 rows.append(
                     {
                         **selection_metrics(
