@@ -30,6 +30,14 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
+def _failure(error: BaseException, timed_out: str) -> str:
+    """Why a server exchange failed: `timed_out` when it timed out, else the (first three) errors inside."""
+    leaves = _leaves(error)
+    if any(isinstance(leaf, TimeoutError) for leaf in leaves):
+        return timed_out
+    return "; ".join(f"{type(leaf).__name__}: {leaf}".rstrip(": ") for leaf in leaves[:3])
+
+
 async def _list_tools(argv: list[str], timeout: float, errlog) -> tuple[str | None, list[dict[str, Any]]]:
     import anyio
     from mcp import Client, StdioServerParameters
@@ -79,11 +87,7 @@ def list_server_tools(command: str, timeout: float = 30.0) -> tuple[str | None, 
         except BaseException as e:  # anything the server or transport did wrong is reported
             if isinstance(e, KeyboardInterrupt):
                 raise
-            leaves = _leaves(e)
-            if any(isinstance(leaf, TimeoutError) for leaf in leaves):
-                reason = f"no complete tools/list within {timeout:g} s"
-            else:
-                reason = "; ".join(f"{type(leaf).__name__}: {leaf}".rstrip(": ") for leaf in leaves[:3])
+            reason = _failure(e, f"no complete tools/list within {timeout:g} s")
             errlog.seek(0)
             tail = errlog.read()[-1500:].strip()
             raise MCPImportError(
@@ -122,12 +126,7 @@ def call_server_tool(server: dict, name: str, arguments: dict, timeout: float = 
     except BaseException as e:  # reported with the server's command
         if isinstance(e, KeyboardInterrupt):
             raise
-        leaves = _leaves(e)
-        reason = (
-            f"no answer within {timeout:g} s"
-            if any(isinstance(leaf, TimeoutError) for leaf in leaves)
-            else "; ".join(f"{type(leaf).__name__}: {leaf}".rstrip(": ") for leaf in leaves[:3])
-        )
+        reason = _failure(e, f"no answer within {timeout:g} s")
         raise MCPImportError(f"calling {name!r}: {reason}", file=f"MCP server `{server['command']}`") from None
 
 
