@@ -14,6 +14,8 @@ import time
 
 import click
 
+from toolbank.cli import serve_options
+
 MODES = ("reason", "fast")  # autotool.select.MODES, repeated so --help needs no torch import
 
 
@@ -143,27 +145,7 @@ def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, poli
 
 
 @main.command()
-@click.option(
-    "--transport",
-    type=click.Choice(["stdio", "http"]),
-    default="stdio",
-    show_default=True,
-    help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="HTTP: the address to bind (loopback only by default; any other needs a token).",
-)
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP: the port.")
-@click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False),
-    help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
-    "required with a --host beyond loopback.",
-)
+@serve_options
 @click.option(
     "--preload",
     is_flag=True,

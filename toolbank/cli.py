@@ -278,6 +278,49 @@ def _add(
     )
 
 
+def serve_options(fn):
+    """The options `toolbank serve` and `autotool serve` share: transport, address, writing, the token."""
+    options = [
+        click.option(
+            "--transport",
+            type=click.Choice(["stdio", "http"]),
+            default="stdio",
+            show_default=True,
+            help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).",
+        ),
+        click.option(
+            "--host",
+            default="127.0.0.1",
+            show_default=True,
+            help="HTTP: the address to bind (loopback only by default; any other needs a token).",
+        ),
+        click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP: the port."),
+        click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it)."),
+        click.option(
+            "--token-file",
+            type=click.Path(dir_okay=False),
+            help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
+            "required with a --host beyond loopback.",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _add_files(ctx, files, fmt, namespace, tags, replace, skip_invalid, embedder):
+    """`add FILES` (and `import FILES`): every file's tools in one transaction."""
+    _add(
+        ctx,
+        *_read_files(files, fmt, namespace),
+        replace,
+        skip_invalid,
+        embedder,
+        source="FILES" if len(files) > 1 else files[0],
+        tags=tags,
+    )
+
+
 _add_options = [
     click.option("--namespace", help="Put every tool in this namespace."),
     click.option(
@@ -317,15 +360,7 @@ def add(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt):
     (see --skip-invalid). Keys a format does not define are ignored with a warning; a schema under a key the
     format does not read is an error.
     """
-    _add(
-        ctx,
-        *_read_files(files, fmt, namespace),
-        replace,
-        skip_invalid,
-        embedder,
-        source="FILES" if len(files) > 1 else files[0],
-        tags=tags,
-    )
+    _add_files(ctx, files, fmt, namespace, tags, replace, skip_invalid, embedder)
 
 
 @main.command("import")
@@ -384,15 +419,7 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
     if files:
         if sync or env:
             raise click.UsageError(f"{'--sync' if sync else '--env'} applies to --from-mcp")
-        _add(
-            ctx,
-            *_read_files(files, fmt, namespace),
-            replace,
-            skip_invalid,
-            embedder,
-            source="FILES" if len(files) > 1 else files[0],
-            tags=tags,
-        )
+        _add_files(ctx, files, fmt, namespace, tags, replace, skip_invalid, embedder)
         return
     from toolbank.mcp_import import list_server_tools, namespace_for
     from toolbank.tool import from_dicts
@@ -547,27 +574,7 @@ def stats(ctx, as_json):
 
 @main.command()
 @bank_here
-@click.option(
-    "--transport",
-    type=click.Choice(["stdio", "http"]),
-    default="stdio",
-    show_default=True,
-    help="stdio (the client starts this command) or http (streamable HTTP at http://HOST:PORT/mcp).",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="HTTP: the address to bind (loopback only by default; any other needs a token).",
-)
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="HTTP: the port.")
-@click.option("--allow-write", is_flag=True, help="Also expose add_tool (read-only without it).")
-@click.option(
-    "--token-file",
-    type=click.Path(dir_okay=False),
-    help="HTTP: a file holding the bearer token clients must send (else $AUTOTOOL_SERVE_TOKEN); "
-    "required with a --host beyond loopback.",
-)
+@serve_options
 @click.option(
     "--preload",
     is_flag=True,
