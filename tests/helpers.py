@@ -92,3 +92,30 @@ def write_bench(folder, queries_per_tool=6):
             + "\n"
         )
     return folder
+
+
+TINY_TOOLS = {
+    "get_weather": "Current weather and temperature for a city.",
+    "get_forecast": "Weather forecast for the next days in a city.",
+    "pdf_to_text": "Convert a PDF document to plain text.",
+    "send_email": "Send an email message to a recipient.",
+    "translate": "Translate text from one language to another.",
+    "calculator": "Evaluate arithmetic expressions and formulas.",
+    "stock_price": "Latest stock price of a company.",
+    "news_search": "Search recent news articles on a topic.",
+}
+
+
+def tiny_catalog(folder: Path) -> Path:
+    """A benchmark folder of eight tools and six queries each (for the tiny test model's training runs)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tools.jsonl").write_text(
+        "".join(json.dumps({"name": n, "description": d, "parameters": {}}) + "\n" for n, d in TINY_TOOLS.items())
+    )
+    queries = [
+        {"id": f"{n}-{i}", "query": f"{d.lower()} please, case {i}", "gold_tools": [n], "gold_args": None}
+        for n, d in TINY_TOOLS.items()
+        for i in range(6)
+    ]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return folder

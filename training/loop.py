@@ -149,17 +149,41 @@ def batch_indices(n: int, batch_size: int, step: int, seed: int, rank: int = 0, 
     return out[rank::world]
 
 
+class PolicyForward(torch.nn.Module):
+    """The trained policy's language model and anchor head behind one forward, `logprobs`: what
+    `accelerator.prepare` wraps, so that with several processes DistributedDataParallel sees every forward
+    with gradients and averages the gradients itself (one process: the module as it is)."""
+
+    def __init__(self, policy: Policy):
+        super().__init__()
+        self.policy = [policy]  # in a list: not a submodule (a Policy is not an nn.Module)
+        self.model, self.head = policy.model, policy.head
+
+    def forward(self, table, rollouts):
+        from autotool.rollout import logprobs
+
+        return logprobs(self.policy[0], table, rollouts)
+
+
 def clip_and_step(policy: Policy, optimizer: torch.optim.Optimizer, max_norm: float, accelerator) -> float:
-    """Average gradients over processes, clip, step; returns the gradient norm before clipping."""
+    """Clip and step (the gradients are already averaged over processes by the prepared `PolicyForward`);
+    returns the gradient norm before clipping."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    if accelerator.num_processes > 1:
-        for p in params:
-            if p.grad is not None:
-                p.grad = accelerator.reduce(p.grad, "mean")
-    norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+    norm = accelerator.clip_grad_norm_(params, max_norm)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return float(norm)
+
+
+def rank_spread(accelerator, policy: Policy) -> float:
+    """The largest difference between any process's trainable parameters and the first process's (0 when the
+    processes agree, as they must after every step); 0 with one process."""
+    if accelerator.num_processes == 1:
+        return 0.0
+    model, head = trainable_parameters(policy)
+    flat = torch.cat([p.detach().flatten().float() for p in model + head])
+    every = accelerator.gather(flat[None])  # (processes, parameters)
+    return float((every - every[0]).abs().max())
 
 
 # -- checkpoints -----------------------------------------------------------------------------------------

@@ -113,20 +113,30 @@ class Phase1Config(RunConfig):
 
 
 def grpo_backward(
-    policy, table, chunks, advantages: torch.Tensor, refs, olds, c: GRPOConfig, backward=torch.Tensor.backward
+    policy,
+    table,
+    chunks,
+    advantages: torch.Tensor,
+    refs,
+    olds,
+    c: GRPOConfig,
+    backward=torch.Tensor.backward,
+    forward=None,
 ) -> dict[str, float]:
     """Accumulate the gradient of `grpo_loss` over all rollouts, one chunk of rollouts at a time.
 
     The loss is a mean over rollouts, so each chunk's mean, weighted by its share of the rollouts, sums to it:
     the gradient is the one a single backward gives, with one chunk's activations held instead of every rollout's
     (measured: bench/README.md). `refs` and `olds` are each chunk's `logprobs` under the reference and the
-    policy that wrote the rollouts (None: no KL term; the ratio is taken to the current policy). Returns the
-    loss and its diagnostics over the whole batch.
+    policy that wrote the rollouts (None: no KL term; the ratio is taken to the current policy). `forward(table,
+    rollouts)` computes `logprobs` with gradients (default: of `policy`; training passes the prepared
+    `loop.PolicyForward`). Returns the loss and its diagnostics over the whole batch.
     """
+    forward = forward or (lambda table, rollouts: logprobs(policy, table, rollouts))
     total = sum(len(p) for p in chunks)
     sums, tokens = {"loss": 0.0, "kl": 0.0, "tool_kl": 0.0, "clipped": 0.0}, 0.0
     for part, part_advantages, ref, old in zip(chunks, advantages.split([len(p) for p in chunks]), refs, olds):
-        token_logp, mask, tool_logp = logprobs(policy, table, part)
+        token_logp, mask, tool_logp = forward(table, part)
         old_token, old_tool = (token_logp.detach(), tool_logp.detach()) if old is None else (old[0], old[2])
         ref_token, ref_tool = (None, None) if ref is None else (ref[0], ref[2])
         out = grpo_loss(
@@ -165,11 +175,15 @@ class Phase1(Trainer):
             teacher_rollout(self.policy, self.table, e.input, e.rationale, e.tool, e.call, q, r)
             for e, q, r in zip(batch, queries, rationales)
         ]
-        token_logp, mask, tool_logp = logprobs(self.policy, self.table, rollouts)
-        lm = -(token_logp * mask).sum() / mask.sum()
+        token_logp, mask, tool_logp = self.forward(self.table, rollouts)
+        # the mean over every process's tokens: each process divides its sum by the tokens of all of them (times
+        # the processes, as the gradients are averaged), not by its own
+        a = self.accelerator
+        tokens = a.reduce(mask.sum().float(), "sum") if a.num_processes > 1 else mask.sum()
+        lm = -(token_logp * mask).sum() * a.num_processes / tokens
         select = -tool_logp.mean()
         return lm + self.config.sft.select_weight * select, {
-            "lm_loss": lm,
+            "lm_loss": a.reduce(lm.detach(), "mean") if a.num_processes > 1 else lm,
             "select_loss": select,
             "p_gold": tool_logp.exp().mean(),
         }
@@ -211,7 +225,9 @@ class Phase1(Trainer):
             olds = [None if c.updates_per_batch == 1 else logprobs(self.policy, self.table, p) for p in chunks]
         self.policy.model.train()
         for _ in range(c.updates_per_batch):
-            out = grpo_backward(self.policy, self.table, chunks, advantages, refs, olds, c, self.accelerator.backward)
+            out = grpo_backward(
+                self.policy, self.table, chunks, advantages, refs, olds, c, self.accelerator.backward, self.forward
+            )
             norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
         seconds = time.perf_counter() - started
         mean = lambda key: sum(t[key] for t in terms) / len(terms)

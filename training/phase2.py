@@ -114,7 +114,15 @@ def selection_logp(rollouts, token_logp: torch.Tensor, mask: torch.Tensor, tool_
 
 
 def ranking_backward(
-    policy, reference, table, rollouts, values: torch.Tensor, beta: float, chunk: int, backward=torch.Tensor.backward
+    policy,
+    reference,
+    table,
+    rollouts,
+    values: torch.Tensor,
+    beta: float,
+    chunk: int,
+    backward=torch.Tensor.backward,
+    forward=None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The Plackett-Luce loss of `values` (queries, candidates) over the rollouts' scores, with its gradient
     accumulated in the policy's parameters, `chunk` rollouts at a time; returns (loss, scores), detached.
@@ -123,7 +131,10 @@ def ranking_backward(
     (measured: bench/README.md). Instead (gradient caching): the scores without a graph, the loss's
     gradient in the scores alone, then each chunk's forward again, back-propagated with its share of that
     gradient. Same gradient as one backward over all rollouts; one chunk's activations; one extra forward.
+    `forward(table, rollouts)` computes `logprobs` with gradients (default: of `policy`; training passes the
+    prepared `loop.PolicyForward`).
     """
+    forward = forward or (lambda table, rollouts: logprobs(policy, table, rollouts))
     parts = loop.chunked(rollouts, chunk)
     with torch.no_grad():
         scores = torch.cat([selection_scores(policy, reference, table, p, beta)[0] for p in parts])
@@ -132,7 +143,7 @@ def ranking_backward(
     (d_scores,) = torch.autograd.grad(loss, scores)
     d_own = beta * d_scores.flatten()
     for part, gradient in zip(parts, d_own.split([len(p) for p in parts])):
-        backward(selection_logp(part, *logprobs(policy, table, part)), gradient=gradient)
+        backward(selection_logp(part, *forward(table, part)), gradient=gradient)
     return loss.detach(), scores.detach()
 
 
@@ -153,7 +164,15 @@ class Phase2(Trainer):
         flat = [r for g in groups for r in g]
         values = torch.tensor([[rank_value(t) for t in g] for g in terms], device=self.accelerator.device)
         loss, scores = ranking_backward(
-            self.policy, self.reference, self.table, flat, values, c.beta, c.chunk, self.accelerator.backward
+            self.policy,
+            self.reference,
+            self.table,
+            flat,
+            values,
+            c.beta,
+            c.chunk,
+            self.accelerator.backward,
+            self.forward,
         )
         norm = loop.clip_and_step(self.policy, self.optimizer, c.max_grad_norm, self.accelerator)
         seconds = time.perf_counter() - started

@@ -112,7 +112,7 @@ class RunConfig:
 
 class Trainer:
     def __init__(self, config: RunConfig, stages: list[str], phase: str):
-        from accelerate import Accelerator
+        from accelerate import Accelerator, DistributedDataParallelKwargs
 
         from autotool.benchmarks import (
             FOREIGN_VALIDATION,
@@ -126,7 +126,11 @@ class Trainer:
         self.config, self.stages = config, stages
         if config.threads > 0:
             torch.set_num_threads(config.threads)
-        self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
+        self.accelerator = Accelerator(
+            cpu=not torch.cuda.is_available(),
+            # a step may leave some trainable parameters without a gradient (no rationale tokens, a fast anchor)
+            kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)],
+        )
         self.main = self.accelerator.is_main_process
         self.out = Path(config.out)
         self.bench = load_benchmark(config.benchmark)
@@ -303,6 +307,7 @@ class Trainer:
                 first = json.loads((checkpoint / "trainer.json").read_text())["step"]
                 tqdm.write(f"{stage}: resuming at step {first} from {checkpoint}")
             self.record_training()  # before any checkpoint is written, so every saved folder carries it
+            self.forward = self.accelerator.prepare(loop.PolicyForward(self.policy))
             optimizer = optimizers[stage]()
             if checkpoint is not None:
                 loop.load_optimizer_state(optimizer, checkpoint)
@@ -316,10 +321,15 @@ class Trainer:
                     loop.save_checkpoint(
                         self.out, stage, step + 1, self.policy, optimizer, self.config.keep_checkpoints
                     )
+            spread = loop.rank_spread(self.accelerator, self.policy)  # 0: every process holds the same policy
+            if spread > 0 and self.main:
+                tqdm.write(f"warning: {stage}: the processes' parameters differ by up to {spread:.3g}")
             if self.main:
                 self.policy.info.update(
                     {
                         "trained": f"{self.title}: {stage}",
+                        "processes": self.accelerator.num_processes,
+                        "rank_spread": spread,
                         "benchmark": self.bench.name,
                         "split_seed": self.config.seed,
                         "data": self.data_counts,

@@ -7,7 +7,7 @@ python experiments/2026-12-01-two-processes/compare.py --make-catalog "$OUT/tiny
 ARGS="--benchmark $OUT/tiny --backbone tests/assets/tiny-llama --embedder hash:64 --rationale_tokens 4 --call_tokens 6 --eval.limit 0 --sft.steps 3 --grpo.steps 0 --threads 1"
 export AUTOTOOL_HOME="$OUT/home"
 rm -rf "$OUT/two" "$OUT/one"
-accelerate launch --cpu --num_processes 2 --num_machines 1 --mixed_precision no --dynamo_backend no \
+accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no --dynamo_backend no \
   -m training.phase1 $ARGS --sft.batch_size 4 --out "$OUT/two"
 python -m training.phase1 $ARGS --sft.batch_size 8 --out "$OUT/one"
 python experiments/2026-12-01-two-processes/compare.py "$OUT/two" "$OUT/one"

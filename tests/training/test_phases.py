@@ -5,39 +5,18 @@ import json
 
 import pytest
 import torch
-from helpers import ASSETS
+from helpers import ASSETS, TINY_TOOLS, tiny_catalog
 
 from autotool import Policy
 from autotool.benchmarks import benchmark_bank, load_benchmark
 from training import loop, phase1, phase2
 
 TINY = ASSETS / "tiny-llama"
-TOOLS = {
-    "get_weather": "Current weather and temperature for a city.",
-    "get_forecast": "Weather forecast for the next days in a city.",
-    "pdf_to_text": "Convert a PDF document to plain text.",
-    "send_email": "Send an email message to a recipient.",
-    "translate": "Translate text from one language to another.",
-    "calculator": "Evaluate arithmetic expressions and formulas.",
-    "stock_price": "Latest stock price of a company.",
-    "news_search": "Search recent news articles on a topic.",
-}
 
 
 @pytest.fixture(scope="module")
 def bench_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("bench") / "tiny"
-    folder.mkdir()
-    (folder / "tools.jsonl").write_text(
-        "".join(json.dumps({"name": n, "description": d, "parameters": {}}) + "\n" for n, d in TOOLS.items())
-    )
-    queries = [
-        {"id": f"{n}-{i}", "query": f"{d.lower()} please, case {i}", "gold_tools": [n], "gold_args": None}
-        for n, d in TOOLS.items()
-        for i in range(6)
-    ]
-    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
-    return folder
+    return tiny_catalog(tmp_path_factory.mktemp("bench") / "tiny")
 
 
 def tiny_args(bench_folder, out, *extra):
@@ -139,7 +118,7 @@ def test_all_tools_trains_on_every_tool_with_a_val_split_of_queries(bench_folder
 
     bench = load_benchmark(bench_folder)
     split = make_split(bench, 0, all_tools=True)
-    assert split.tools == {"train": sorted(TOOLS), "val": [], "unseen": []}
+    assert split.tools == {"train": sorted(TINY_TOOLS), "val": [], "unseen": []}
     assert len(split.queries["val"]) == round(0.2 * 48) and not split.queries["unseen-test"]
     every = split.queries["train"] + split.queries["val"] + split.queries["seen-test"]
     assert sorted(every) == sorted(q.id for q in bench.queries)  # each query in exactly one split
@@ -147,7 +126,7 @@ def test_all_tools_trains_on_every_tool_with_a_val_split_of_queries(bench_folder
     args = tiny_args(bench_folder, out, "--all_tools", "true", "--sft.steps", "1", "--sft.batch_size", "2")
     assert phase1.main([*args, "--grpo.steps", "0", "--eval.splits", "[val]"]) == 0
     trained = {step["tool"] for t in map(json.loads, (out / "trajectories.jsonl").open()) for step in t["steps"]}
-    assert trained == set(TOOLS)  # the standard split would hold most of them out
+    assert trained == set(TINY_TOOLS)  # the standard split would hold most of them out
     manifest = json.loads((out / "policy-sft" / "manifest.json").read_text())
     assert [(e["catalog"], e["split"]) for e in manifest["trained_on"]] == [("tiny", "all-tools")]
     assert json.loads((out / "eval" / "after-sft.json").read_text())["metrics"]["val/hit@1"] >= 0
@@ -175,7 +154,7 @@ def test_no_held_out_tool_in_the_training_data(phase1_run, bench_folder):
         for line in (phase1_run / "trajectories.jsonl").read_text().splitlines()
         for s in json.loads(line)["steps"]
     }
-    assert used and used <= set(split.tools["train"]) and len(split.tools["train"]) < len(TOOLS)
+    assert used and used <= set(split.tools["train"]) and len(split.tools["train"]) < len(TINY_TOOLS)
 
 
 def test_phase1_resumes_from_its_last_checkpoint(phase1_run, bench_folder, capsys):
