@@ -2,7 +2,7 @@
 
     python -m training.phase1 --config training/configs/phase1.yaml [--key value ...]
     python -m training.phase1 --config training/configs/phase1.yaml --stages '[grpo]' --init runs/x/policy-sft
-    accelerate launch -m training.phase1 --config training/configs/phase1.yaml
+    accelerate launch --multi_gpu --num_processes 2 -m training.phase1 --config training/configs/phase1.yaml
 
 Any config key can be overridden: `--sft.steps 10 --grpo.group 8 --out runs/try` (`--help` lists every key
 with its type, default and meaning). Run it again with the same `--out` to resume from the last checkpoint.

@@ -1,7 +1,7 @@
 """Phase II, tool-selection refinement: a Plackett-Luce ranking loss over the selection steps (DESIGN.md section 3).
 
     python -m training.phase2 --config training/configs/phase2.yaml --init runs/phase1-metatool/policy-grpo
-    accelerate launch -m training.phase2 --config training/configs/phase2.yaml --init PHASE1_POLICY
+    accelerate launch --multi_gpu --num_processes 2 -m training.phase2 --config training/configs/phase2.yaml --init PHASE1_POLICY
 
 For each query the policy writes N rollouts (sampled rationale, tool drawn from p(t | e'), sampled call),
 rewarded as in Phase I and ranked by (tool hit, then format + call correctness); equal rewards are a tie
