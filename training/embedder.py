@@ -1,0 +1,187 @@
+"""Fine-tune the embedder on tool data: (request, gold tool text, hard negative) triples, contrastive loss.
+
+    python -m training.embedder --out runs/embedder
+    python -m training.embedder --out runs/embedder-seal --catalog seal_tools     # leave MetaTool out
+
+The triples come from each training catalog's split (seed 0): its train queries and train tools only, so
+the split's validation and unseen tools, and every foreign catalog, stay unseen (`--every-query` takes a
+whole catalog instead, for leave-one-catalog-out). A request with two gold
+tools gives two triples. The hard negative is the highest-ranked train tool of the same catalog that is not
+gold for the request, under the stock embedder. Training is sentence-transformers' own
+`SentenceTransformerTrainer` with `MultipleNegativesRankingLoss` (the other requests' tools in the batch
+are negatives too), on a LoRA adapter (PEFT) over all-MiniLM-L6-v2, so what ships is a few MB.
+
+Writes into OUT: `adapter/` (the adapter and `embedder.json`: the folder `load_embedder` and
+`python -m eval --embedder OUT/adapter` take) and `manifest.json` (catalogs, splits, seeds, counts, wall
+time, examples a second, the commit).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from autotool.benchmarks import TRAINING_CATALOGS, load_benchmark, load_split, training_record
+from training.cli import CommandError, doc_help, run
+
+ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of the BERT blocks
+
+
+def triples(
+    catalog: str, seed: int = 0, limit: int | None = None, every_query: bool = False
+) -> tuple[list[tuple[str, str, str]], dict]:
+    """(request, gold tool text, hard negative text) for the train queries of `catalog` (every query and tool
+    with `every_query`), and its record for the manifest."""
+    from toolbank import load_embedder
+
+    bench = load_benchmark(catalog)
+    split = load_split(bench, seed)
+    train_tools = [t for t in bench.tools if every_query or t.name in set(split.tools["train"])]
+    names = [t.name for t in train_tools]
+    text = {t.name: t.text for t in train_tools}
+    wanted = {q.id for q in bench.queries} if every_query else set(split.queries["train"])
+    queries = [q for q in bench.queries if q.id in wanted and set(q.gold_tools) <= set(names)]
+    random.Random(seed).shuffle(queries)
+    queries = queries[:limit] if limit else queries
+    stock = load_embedder("default")
+    tool_vectors = stock.encode([text[n] for n in names], progress=True)  # (tools, dim)
+    query_vectors = stock.encode([q.text for q in queries], progress=True)  # (queries, dim)
+    ranks = np.argsort(-(query_vectors @ tool_vectors.T), axis=1)[:, :16]  # (queries, 16)
+    rows = []
+    for q, ranked in zip(queries, ranks):
+        negative = next((names[i] for i in ranked if names[i] not in q.gold_tools), None)
+        if negative is None:
+            continue
+        rows += [(q.text, text[gold], text[negative]) for gold in dict.fromkeys(q.gold_tools)]
+    record = training_record(bench, seed, "all" if every_query else "train") | {
+        "queries": len(queries),
+        "triples": len(rows),
+        "tools": len(names),
+    }
+    return rows, record
+
+
+def _commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+@click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
+@click.option(
+    "--catalog",
+    "catalogs",
+    multiple=True,
+    default=TRAINING_CATALOGS,
+    show_default=True,
+    help="A training catalog to take triples from (repeat for several).",
+)
+@click.option("--per-catalog", type=int, default=None, help="At most this many requests from each catalog.")
+@click.option(
+    "--every-query",
+    is_flag=True,
+    help="Every query and tool of each catalog, not its split's train part (for leave-one-catalog-out runs; "
+    "a catalog trained on so is no longer fit for within-catalog figures).",
+)
+@click.option("--epochs", type=float, default=1.0, show_default=True)
+@click.option("--batch-size", type=int, default=64, show_default=True, help="Triples a step (in-batch negatives).")
+@click.option("--lr", type=float, default=2e-4, show_default=True, help="Learning rate of the adapter.")
+@click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank.")
+@click.option("--max-length", type=int, default=128, show_default=True, help="Tokens kept of each text while training.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Split and shuffling seed.")
+def main(out, catalogs, per_catalog, every_query, epochs, batch_size, lr, rank, max_length, seed):
+    from datasets import Dataset
+    from peft import LoraConfig, TaskType, get_peft_model
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+
+    from toolbank import load_embedder
+    from toolbank.embed import DEFAULT_EMBEDDER, default_model_folder
+
+    unknown = [c for c in catalogs if c not in TRAINING_CATALOGS]
+    if unknown:
+        raise CommandError(f"--catalog {unknown[0]}: expected a training catalog ({', '.join(TRAINING_CATALOGS)})")
+    rows, records = [], []
+    for catalog in catalogs:
+        catalog_rows, record = triples(catalog, seed, per_catalog, every_query)
+        rows += catalog_rows
+        records.append(record)
+        click.echo(f"{catalog}: {record['triples']} triples from {record['queries']} train requests", err=True)
+    random.Random(seed).shuffle(rows)
+    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("anchor", "positive", "negative"))})
+
+    model = SentenceTransformer(str(default_model_folder()), device="cpu")
+    full_length = model.max_seq_length
+    model.max_seq_length = max_length
+    lora = LoraConfig(
+        task_type=TaskType.FEATURE_EXTRACTION, r=rank, lora_alpha=2 * rank, target_modules=ADAPTER_MODULES
+    )
+    model[0].model = get_peft_model(model[0].model, lora)
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(out / "checkpoints"),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size,
+        learning_rate=lr,
+        warmup_steps=0.1,  # a fraction of the steps
+        batch_sampler=BatchSamplers.NO_DUPLICATES,  # one request's tool is never another's in-batch negative
+        logging_steps=10,
+        save_strategy="no",
+        report_to="none",
+        seed=seed,
+        use_cpu=True,
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=data, loss=MultipleNegativesRankingLoss(model)
+    )
+    start = time.perf_counter()
+    result = trainer.train()
+    wall = time.perf_counter() - start
+    model.max_seq_length = full_length
+
+    out.mkdir(parents=True, exist_ok=True)
+    adapter = out / "adapter"
+    model[0].model.save_pretrained(str(adapter))  # the adapter's weights and config only
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = DEFAULT_EMBEDDER  # not this machine's path to it
+    (adapter / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (adapter / "README.md").unlink(missing_ok=True)  # PEFT's empty model card; manifest.json says what this is
+    (adapter / "embedder.json").write_text(json.dumps({"base": DEFAULT_EMBEDDER}, indent=2) + "\n")
+    embedder_id = load_embedder(str(adapter)).id  # merges once; what `--embedder OUT/adapter` loads
+    manifest = {
+        "embedder": embedder_id,
+        "base": DEFAULT_EMBEDDER,
+        "trained_on": records,
+        "loss": "MultipleNegativesRankingLoss, one hard negative a triple",
+        "adapter": {"type": "lora", "rank": rank, "alpha": 2 * rank, "modules": ADAPTER_MODULES},
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "lr": lr,
+        "max_length": max_length,
+        "seed": seed,
+        "triples": len(rows),
+        "steps": result.global_step,
+        "train_loss": result.training_loss,
+        "wall_s": round(wall, 1),
+        "examples_per_s": round(len(rows) * epochs / wall, 2),
+        "commit": _commit(),
+    }
+    for folder in (out, adapter):  # the adapter folder carries its provenance wherever it is copied
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    click.echo(f"{len(rows)} triples, {result.global_step} steps in {wall:.0f} s; wrote {out}", err=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(main))
