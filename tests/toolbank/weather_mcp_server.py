@@ -1,9 +1,10 @@
 """A small MCP server for the import tests, run as a subprocess over stdio.
 
-    python weather_mcp_server.py [--drop NAME] [--page-size N] [--hang] [--crash] [--bad-schema]
+    python weather_mcp_server.py [--drop NAME] [--page-size N] [--hang] [--crash] [--bad-schema] [--http PORT]
 
 Default: an SDK `MCPServer` (FastMCP in mcp 1.x) with three weather tools. `--page-size N` serves the same
-tools from a low-level `Server` whose `tools/list` is paginated, N tools a page.
+tools from a low-level `Server` whose `tools/list` is paginated, N tools a page. `--http PORT` serves the
+default tools over streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio.
 """
 
 import argparse
@@ -22,6 +23,7 @@ parser.add_argument("--page-size", type=int, default=0)
 parser.add_argument("--hang", action="store_true", help="never answer")
 parser.add_argument("--crash", action="store_true", help="exit at once with an error")
 parser.add_argument("--bad-schema", action="store_true", help="list a tool whose inputSchema is not a JSON Schema")
+parser.add_argument("--http", type=int, default=0, metavar="PORT", help="streamable HTTP on this loopback port")
 args = parser.parse_args()
 
 if args.crash:
@@ -74,7 +76,11 @@ async def paginated() -> None:
         await low.run(read, write, low.create_initialization_options())
 
 
-if args.page_size or args.bad_schema:
+if args.http:
+    import uvicorn
+
+    uvicorn.run(server.streamable_http_app(host="127.0.0.1"), host="127.0.0.1", port=args.http, log_level="warning")
+elif args.page_size or args.bad_schema:
     args.page_size = args.page_size or 100
     anyio.run(paginated)
 else:
