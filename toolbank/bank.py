@@ -2,7 +2,7 @@
 
 ```
 bank/  manifest.json  {format_version, embedder, dim, index_factory}  (written last: a mirror of the store)
-       bank.sqlite    the source of truth
+       bank.sqlite    the source of truth; tools keyed by qualified name (`namespace/name`)
        index.faiss    derived; rebuilt when missing, corrupt or stale (index.json: its generation and sha256)
        bm25.npz       derived: the BM25 index, with the generation it was built from (rebuilt when stale)
        bank.lock      serialises writers across processes (every write into the folder holds it)
@@ -12,6 +12,10 @@ A new bank is built in a temporary sibling folder (`.NAME.PID.tmp`) and renamed 
 (for `open_and_add`: with its first tools), so a crash or an error while creating leaves the path as it was.
 Temporaries of dead writers are cleared when a bank is opened. `bank.sqlite` is checked (`PRAGMA quick_check`)
 when a bank is opened: a damaged file is one `BankError` that says how to restore, not a traceback later.
+
+A tool is named by its qualified name (`github/search`; `search` when it has no namespace), by its bare name when
+only one tool has it, or by the `github__search` form the OpenAI and Anthropic formats write. Format version 2;
+a version-1 bank (names unique across namespaces) is upgraded in place, under the write lock, when opened.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from toolbank.search import MODES, RRF_K, BM25Index, SearchHit, reciprocal_rank_
 from toolbank.store import Store
 from toolbank.tool import Tool, flag_suspicious, short
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: tool names unique across namespaces (upgraded when opened)
 LARGE_BANK = 50_000  # above this, suggest an HNSW index
 HYBRID_DEPTH = 100  # how deep each ranking goes before fusion
 
@@ -45,7 +49,7 @@ class BankError(ValueError):
 
 
 class NameClash(BankError):
-    """Tools of these names are already in the bank (and `replace` was not given)."""
+    """Tools of these qualified names are already in the bank (and `replace` was not given)."""
 
     def __init__(self, names: Sequence[str], where: str = ""):
         self.names, self.where = list(names), where
@@ -303,7 +307,8 @@ class ToolBank:
 
     @classmethod
     def load(cls, path: str | Path, embedder: str | Embedder | None = None) -> ToolBank:
-        """Open an existing bank.
+        """Open an existing bank. A version-1 bank is upgraded to version 2 in place first (`BankError` when it
+        cannot be written).
 
         Args:
             path: Folder of the bank.
@@ -321,10 +326,10 @@ class ToolBank:
         except (OSError, ValueError) as e:
             raise BankError(f"{path / 'manifest.json'} is unreadable: {e}") from None
         version = manifest.get("format_version") if isinstance(manifest, dict) else None
-        if version != FORMAT_VERSION:
+        if version not in (1, FORMAT_VERSION):
             raise BankError(
                 f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this toolbank "
-                f"reads version {FORMAT_VERSION}"
+                f"reads version {FORMAT_VERSION} (and upgrades version 1)"
             )
         try:
             bank = cls(path, Store(path / "bank.sqlite"))
@@ -337,6 +342,8 @@ class ToolBank:
         if problem is not None:
             bank.close()
             raise _damaged(path / "bank.sqlite", f"SQLite's integrity check: {problem}")
+        if version == 1 or bank.store.needs_migration():
+            bank._upgrade()
         _clear_stale_temps(path)
         _clear_stale_builds(path)
         if embedder is not None:
@@ -363,6 +370,27 @@ class ToolBank:
                     raise
                 # another process created it meanwhile
         return cls.load(path, embedder)
+
+    def _upgrade(self) -> None:
+        """Migrate a version-1 bank to version 2 in place (`Store.migrate`, one transaction), then write the
+        manifest; under the write lock, so concurrent openers migrate it once. `BankError` when the files
+        cannot be written (the bank is then left as it was)."""
+        db = self.path / "bank.sqlite"
+        try:
+            with self._write_lock():
+                self.store.migrate()
+                self._write_manifest()
+        except (OSError, sqlite3.OperationalError) as e:
+            self.close()
+            raise BankError(
+                f"{db} is a version-1 bank (tool names unique across namespaces); this toolbank reads version "
+                f"{FORMAT_VERSION} and upgrades it once, in place, but cannot write it ({e}). Open it once with "
+                f"write access to the folder and the file (e.g. `toolbank --bank {self.path} stats` as its owner), "
+                "or copy the folder somewhere writable and use the copy"
+            ) from None
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise database_error(self.path, e) from None
 
     def close(self) -> None:
         self.store.close()
@@ -397,17 +425,47 @@ class ToolBank:
         return len(self.store)
 
     def __contains__(self, name: str) -> bool:
-        return self.store.get(name) is not None
+        """Whether `name` names a tool (see `get`); `BankError` for a bare name that several tools have."""
+        return name in self._keys([name])
 
     def __iter__(self) -> Iterator[Tool]:
         return self.store.iter_tools()
 
     def get(self, name: str) -> Tool:
-        """The tool called `name`; `KeyError` naming it when absent."""
-        tool = self.store.get(name)
+        """The tool `name` names: its qualified name (`github/search`; the name itself without a namespace),
+        its bare name when exactly one tool has it, or the `github__search` form of the OpenAI and Anthropic
+        formats. `KeyError` naming it when absent; `BankError` listing the candidates when ambiguous."""
+        tool = self.store.get(name) if isinstance(name, str) else None
+        if tool is None and isinstance(name, str) and (key := self._resolve(name)) is not None:
+            tool = self.store.get(key)
         if tool is None:
             raise KeyError(f"no tool named {name!r} in bank {self.path}")
         return tool
+
+    def _keys(self, names: Iterable[str]) -> dict[str, str]:
+        """The qualified name each of `names` stands for (see `get`), for those that name a tool."""
+        names = [n for n in dict.fromkeys(names) if isinstance(n, str)]
+        found = {key: key for key in self.store.ids_by_key(names)}
+        for name in names:
+            if name not in found and (key := self._resolve(name)) is not None:
+                found[name] = key
+        return found
+
+    def _resolve(self, name: str) -> str | None:
+        """The qualified name of the one tool whose bare name, or `namespace__name` form, is `name` (which is no
+        qualified name in the bank); None when none; `BankError` when several."""
+        keys = [] if "/" in name else self.store.keys_named(name)
+        splits = [i for i in range(1, len(name) - 2) if name.startswith("__", i)]
+        if splits:
+            keys += self.store.ids_by_key(f"{name[:i]}/{name[i + 2 :]}" for i in splits)
+        keys = sorted(set(keys))
+        if len(keys) > 1:
+            listed = ", ".join(repr(k) for k in keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+            raise BankError(
+                f"tool name {short(name)!r} is ambiguous in bank {self.path}: it is {listed}; "
+                "give the qualified name (namespace/name)"
+            )
+        return keys[0] if keys else None
 
     # -- writing --------------------------------------------------------------------------------
     @contextmanager
@@ -440,14 +498,16 @@ class ToolBank:
         """Add tools in one transaction: all of them or, on any error, none.
 
         Args:
-            tools: Tools with names unique in the batch.
-            replace: Overwrite tools of the same name; without it an existing name is a `BankError`.
+            tools: Tools with qualified names (`namespace/name`) unique in the batch.
+            replace: Overwrite tools of the same qualified name; without it an existing one is a `BankError`.
+                A tool of the same name in another namespace is another tool: it is added beside it.
             progress: Show a progress bar while embedding.
             prune: A namespace: in the same transaction, remove its tools that are not in `tools` (to
                 mirror a source that dropped some).
-            replace_only_in: A namespace: overwrite tools of the same name only where they are in it (a
-                source re-importing its own tools); a name held elsewhere is a `BankError`. Checked under
-                the write lock, so another writer cannot slip a clashing tool in between.
+            replace_only_in: A namespace: overwrite tools of the same qualified name only where they are in it
+                (a source re-importing its own tools); a tool of another namespace in `tools` that is already
+                in the bank is a `BankError`. Checked under the write lock, so another writer cannot slip a
+                clashing tool in between.
 
         Returns:
             An `AddReport`. A tool identical to the stored one is left as it is; a text that did not
@@ -459,8 +519,8 @@ class ToolBank:
         for i, tool in enumerate(tools):
             tools[i], phrase = flag_suspicious(tool)
             if phrase is not None:
-                report.flagged[tool.name] = phrase
-        names = [t.name for t in tools]
+                report.flagged[tool.qualified_name] = phrase
+        names = [t.qualified_name for t in tools]
         if len(set(names)) != len(names):
             twice = sorted({n for n in names if names.count(n) > 1})
             raise BankError(
@@ -481,20 +541,20 @@ class ToolBank:
                     vectors[text_hash] = np.frombuffer(blob, dtype=np.float32)
                 new_ids, new_vectors = [], []
                 for tool in tools:
-                    old = existing.get(tool.name)
+                    old = existing.get(tool.qualified_name)
                     if old == tool:
-                        report.unchanged.append(tool.name)
+                        report.unchanged.append(tool.qualified_name)
                         continue
                     if tool.text_hash not in vectors:  # removed by another process since we looked
                         vectors[tool.text_hash] = self.embedder.encode([tool.text])[0]
                         report.embedded += 1
                     rowid = self.store.upsert(tool, vectors[tool.text_hash])
-                    (report.replaced if old else report.added).append(tool.name)
+                    (report.replaced if old else report.added).append(tool.qualified_name)
                     new_ids.append(rowid)
                     new_vectors.append(vectors[tool.text_hash])
                 if prune is not None:
                     stale = self.store.tools(self.store.ids_where(prune)).values()
-                    report.removed = sorted(t.name for t in stale if t.name not in set(names))
+                    report.removed = sorted(t.qualified_name for t in stale if t.qualified_name not in set(names))
                     self.store.delete(report.removed)
             if report.added or report.replaced or report.removed:
                 index = self._index
@@ -506,10 +566,10 @@ class ToolBank:
         return report
 
     def _check_clash(self, tools: list[Tool], replace: bool, replace_only_in: str | None) -> dict[str, Tool]:
-        """The stored tools of the same names; `NameClash` for those `add` may not overwrite."""
-        existing = self.store.tools(self.store.ids_by_name([t.name for t in tools]).values())
-        existing = {t.name: t for t in existing.values()}
-        given = {t.name: t for t in tools}
+        """The stored tools of the same qualified names; `NameClash` for those `add` may not overwrite."""
+        existing = self.store.tools(self.store.ids_by_key([t.qualified_name for t in tools]).values())
+        existing = {t.qualified_name: t for t in existing.values()}
+        given = {t.qualified_name: t for t in tools}
         # A tool identical to the stored one is unchanged, not a clash (so an add re-run after a crash is a no-op).
         clash = (
             []
@@ -538,14 +598,15 @@ class ToolBank:
         return None if record is None else json.loads(record)
 
     def remove(self, names: Sequence[str]) -> None:
-        """Remove tools by name, in one transaction; `BankError` naming the first unknown one."""
+        """Remove tools by name (as `get` takes them), in one transaction; `BankError` naming the first unknown
+        or ambiguous one."""
         with self._write_lock():
-            found = self.store.ids_by_name(names)
+            found = self._keys(names)
             unknown = [n for n in names if n not in found]
             if unknown:
                 raise BankError(f"no tool named {unknown[0]!r} in bank {self.path}; nothing was removed")
             with self.store.transaction():
-                self.store.delete(names)
+                self.store.delete(set(found.values()))
             self._rebuild_index()
 
     def reindex(self, embedder: str | Embedder | None = None, index: str | None = None, progress: bool = False) -> None:
@@ -707,7 +768,7 @@ class ToolBank:
             return [SearchHit(tools[i], float(s)) for i, s in ranked]
         only_bm25 = [i for i, _ in ranked if i not in cosines]  # hybrid hits outside the dense top: from the store
         if only_bm25:
-            looked_up = self.vectors([tools[i].name for i in only_bm25]) @ vector
+            looked_up = self.vectors([tools[i].qualified_name for i in only_bm25]) @ vector
             cosines.update(zip(only_bm25, looked_up.tolist()))
         return [SearchHit(tools[i], float(s), float(cosines[i])) for i, s in ranked]
 
@@ -739,12 +800,14 @@ class ToolBank:
         return self._filters[1][key]
 
     def vectors(self, names: Sequence[str]) -> np.ndarray:
-        """(len(names), dim) stored embeddings of the named tools; `KeyError` naming a missing one."""
-        blobs = self.store.embeddings_by_name(names)
-        missing = [n for n in names if n not in blobs]
+        """(len(names), dim) stored embeddings of the named tools (names as `get` takes them); `KeyError` naming
+        a missing one, `BankError` an ambiguous one."""
+        keys = self._keys(names)
+        missing = [n for n in names if n not in keys]
         if missing:
             raise KeyError(f"no tool named {missing[0]!r} in bank {self.path}")
-        return np.stack([np.frombuffer(blobs[n], dtype=np.float32) for n in names]).reshape(len(names), self.dim)
+        blobs = self.store.embeddings_by_key(set(keys.values()))
+        return np.stack([np.frombuffer(blobs[keys[n]], dtype=np.float32) for n in names]).reshape(len(names), self.dim)
 
     def stats(self) -> dict:
         """Counts and configuration, for `toolbank stats`."""

@@ -178,8 +178,8 @@ def printable(text: str) -> str:
 
 
 def _read_files(files, fmt, namespace):
-    """Every file's valid tools, the errors (each invalid tool, JSONL line or file that does not parse; a name
-    in two files) and notes (ignored keys)."""
+    """Every file's valid tools, the errors (each invalid tool, JSONL line or file that does not parse; a
+    qualified name in two files) and notes (ignored keys)."""
     from toolbank.tool import ToolError, load_file
 
     tools, errors, notes, seen = [], [], [], {}
@@ -187,17 +187,17 @@ def _read_files(files, fmt, namespace):
         file_tools, file_errors = load_file(file, fmt, namespace=namespace, skip_invalid=True, notes=notes)
         errors += file_errors
         for tool in file_tools:
-            if tool.name in seen:
+            if tool.qualified_name in seen:
                 errors.append(
                     ToolError(
-                        f"is also in {seen[tool.name]}; names must be unique across the files",
+                        f"is also in {seen[tool.qualified_name]}; names must be unique across the files",
                         file=str(file),
-                        tool=tool.name,
+                        tool=tool.qualified_name,
                         field="name",
                     )
                 )
                 continue
-            seen[tool.name] = str(file)
+            seen[tool.qualified_name] = str(file)
             tools.append(tool)
     return tools, errors, notes
 
@@ -228,8 +228,8 @@ def _add(
     for tool in tools:
         if not tool.description.strip():
             click.echo(
-                f"warning: tool {printable(short(tool.name))!r} has no description; search and selection can "
-                "match it only by its name and parameters",
+                f"warning: tool {printable(short(tool.qualified_name))!r} has no description; search and "
+                "selection can match it only by its name and parameters",
                 err=True,
             )
     for error in errors:
@@ -326,7 +326,11 @@ _add_options = [
     click.option(
         "--tag", "tags", multiple=True, help="Add this tag to every tool, beside the tags it has (repeatable)."
     ),
-    click.option("--replace", is_flag=True, help="Overwrite tools whose name is already in the bank."),
+    click.option(
+        "--replace",
+        is_flag=True,
+        help="Overwrite tools whose qualified name (namespace/name) is already in the bank.",
+    ),
     click.option(
         "--skip-invalid", is_flag=True, help="Add the valid tools and list the invalid ones, instead of adding none."
     ),
@@ -410,7 +414,8 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
 
     From a server, the tools go in the namespace named after the server (its initialize name; --namespace
     overrides it). Importing the same server again updates its tools; with --sync the bank then mirrors the
-    server. If the server fails, times out or lists an invalid tool, the bank is left unchanged.
+    server. A tool of the same name in another namespace is another tool: both stay. If the server fails, times
+    out or lists an invalid tool, the bank is left unchanged.
     """
     if bool(files) == bool(command):
         raise click.UsageError("give either FILES or --from-mcp COMMAND")
@@ -430,7 +435,8 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
     notes = []
     tools, errors = from_dicts(objects, source, "mcp", namespace=namespace, skip_invalid=True, notes=notes)
     click.echo(f"{source}: {len(objects)} tools listed, namespace {namespace!r}", err=True)
-    # The server's own tools from an earlier import are updated; a name held by another namespace is not.
+    # The server's own tools from an earlier import are updated; the same name in another namespace is another
+    # tool, left as it is.
     _add(
         ctx,
         tools,
@@ -453,7 +459,7 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
 @click.pass_context
 @_user_errors
 def remove(ctx, names):
-    """Remove tools by name (all or none)."""
+    """Remove tools by name (all or none): namespace/name, or a name only one tool has."""
     bank = _load(ctx)
     bank.remove(list(names))
     _warm(bank)
@@ -467,7 +473,7 @@ def remove(ctx, names):
 @click.pass_context
 @_user_errors
 def list_(ctx, namespace, as_json):
-    """List the tools in the bank."""
+    """List the tools in the bank: qualified name (namespace/name), namespace, description's first line."""
     bank = _load(ctx)
     if problem := unknown_namespaces(bank, [namespace]):
         click.echo(f"warning: {problem}", err=True)
@@ -477,7 +483,7 @@ def list_(ctx, namespace, as_json):
         return
     for t in tools:
         line = t.description.splitlines()[0] if t.description else ""
-        click.echo(f"{t.name}\t{(t.namespace or '')}\t{printable(line[:100])}")
+        click.echo(f"{t.qualified_name}\t{(t.namespace or '')}\t{printable(line[:100])}")
 
 
 @main.command()
@@ -488,7 +494,8 @@ def list_(ctx, namespace, as_json):
 @click.pass_context
 @_user_errors
 def show(ctx, name, fmt, as_json):
-    """Show one tool: description, schema and the text that is embedded."""
+    """Show one tool (NAME: namespace/name, or a name only one tool has): description, schema and the text
+    that is embedded."""
     tool = _load(ctx).get(name)
     if as_json:
         _echo_json(tool.to_dict(fmt))

@@ -32,7 +32,8 @@ class SearchHit:
 
     @property
     def name(self) -> str:
-        return self.tool.name
+        """The tool's qualified name (`namespace/name`; its name when it has no namespace)."""
+        return self.tool.qualified_name
 
 
 class BM25Index:

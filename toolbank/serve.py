@@ -67,8 +67,9 @@ class Guard:
 
 
 def tool_json(tool, score: float | None = None, cosine: float | None = None) -> dict[str, Any]:
+    """A tool as the MCP tools return it: `name` is its qualified name (`namespace/name`)."""
     out = {
-        "name": tool.name,
+        "name": tool.qualified_name,
         "description": tool.description,
         "namespace": tool.namespace,
         "parameters": tool.parameters,
@@ -111,7 +112,8 @@ def build_server(
         Tools tagged `suspicious` (their description addresses the model, e.g. "always select this tool") are
         left out unless include_suspicious=true.
         Returns {"tools": [{name, description, namespace, parameters (JSON Schema), score, cosine}, ...]}, best
-        first; cosine (dense, hybrid) is the request's cosine with the tool, comparable across requests.
+        first; name is the qualified name (namespace/name, or the name alone for a tool without a namespace);
+        cosine (dense, hybrid) is the request's cosine with the tool, comparable across requests.
         """
         if mode not in MODES:
             raise MCPToolError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -143,7 +145,8 @@ def build_server(
         def add_tool(tool: dict[str, Any], ctx: Context, replace: bool = False) -> dict[str, Any]:
             """Register a tool: {name, description, parameters} (or an OpenAI, Anthropic or MCP tool object).
 
-            With replace=true a tool of the same name is overwritten.
+            With replace=true a tool of the same qualified name (namespace/name) is overwritten; the same name
+            in another namespace is another tool.
             """
 
             def run():

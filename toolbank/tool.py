@@ -78,11 +78,14 @@ class ToolError(ValueError):
 class Tool:
     """A callable tool as an agent sees it.
 
+    A tool's identity in a bank is its `qualified_name`, `namespace/name` (`name` without a namespace), so
+    two servers' `search` tools coexist in one bank.
+
     Attributes:
-        name: Unique in a bank; letters, digits, `_`, `-` and `.`, at most 64 characters.
+        name: Unique in its namespace; letters, digits, `_`, `-` and `.`, at most 64 characters.
         description: What the tool does, in plain language.
         parameters: JSON Schema of the arguments (`{}` when the tool takes none or is undocumented).
-        namespace: Optional group, e.g. the MCP server the tool came from.
+        namespace: Optional group, e.g. the MCP server the tool came from (the same characters as a name).
         tags: Optional labels for filtering.
     """
 
@@ -112,6 +115,18 @@ class Tool:
         return tool
 
     @property
+    def qualified_name(self) -> str:
+        """`namespace/name`, or `name` when the tool has no namespace: its identity in a bank, and the name the
+        policy and MCP clients see."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def api_name(self) -> str:
+        """The qualified name with `/` written `__` (`github__search`): the function name in the `openai` and
+        `anthropic` formats, whose APIs allow only letters, digits, `_` and `-`. `ToolBank.get` resolves it."""
+        return self.qualified_name.replace("/", "__")
+
+    @property
     def text(self) -> str:
         """The text that is embedded and BM25-indexed: `name: description` plus one line per parameter."""
         lines = [f"{self.name}: {self.description}"]
@@ -128,15 +143,17 @@ class Tool:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     def to_dict(self, fmt: str = "plain") -> dict[str, Any]:
-        """This tool in one of `FORMATS`; `plain` also carries namespace and tags."""
+        """This tool in one of `FORMATS`; `plain` also carries namespace and tags. `openai` and `anthropic` name
+        the function by `api_name` (`namespace__name`); `plain` and `mcp` write the bare `name`."""
         if fmt == "openai":
             return {
                 "type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+                "function": {"name": self.api_name, "description": self.description, "parameters": self.parameters},
             }
         if fmt not in FORMATS:
             raise ToolError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-        out: dict[str, Any] = {"name": self.name, "description": self.description, SCHEMA_KEY[fmt]: self.parameters}
+        name = self.api_name if fmt == "anthropic" else self.name
+        out: dict[str, Any] = {"name": name, "description": self.description, SCHEMA_KEY[fmt]: self.parameters}
         if fmt == "plain":
             if self.namespace:
                 out["namespace"] = self.namespace
@@ -345,7 +362,7 @@ def from_dict(
     """
     tool, ignored = _from_dict(obj, fmt, namespace)
     if notes is not None:
-        notes.extend(f"tool {short(tool.name)!r}: {_ignored_note(key)}" for key in ignored)
+        notes.extend(f"tool {short(tool.qualified_name)!r}: {_ignored_note(key)}" for key in ignored)
     return tool
 
 
@@ -659,19 +676,19 @@ def _from_entries(
             if isinstance(obj, ToolError):
                 raise obj
             tool, keys = _from_dict(obj, fmt, namespace)
-            if tool.name in seen:
-                first = seen[tool.name]
+            if tool.qualified_name in seen:
+                first = seen[tool.qualified_name]
                 raise ToolError(
                     f"appears twice in {source}"
                     + (f" (first on line {first})" if first else "")
-                    + "; names must be unique",
-                    tool=tool.name,
+                    + "; names must be unique in a namespace",
+                    tool=tool.qualified_name,
                     field="name",
                 )
-            seen[tool.name] = line
+            seen[tool.qualified_name] = line
             tools.append(tool)
             for key in keys:
-                ignored.setdefault(key, []).append(tool.name)
+                ignored.setdefault(key, []).append(tool.qualified_name)
         except ToolError as e:
             error = ToolError(
                 e.reason, file=source, line=line, tool=e.tool or (None if line else f"#{i}"), field=e.field

@@ -22,21 +22,24 @@ class CountingEmbedder(HashEmbedder):
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 def test_search_finds_the_right_tool(bank, mode):
     hits = bank.search("convert this PDF document to text", k=3, mode=mode)
-    assert hits[0].name == "pdf_to_text"
+    assert hits[0].name == "files/pdf_to_text" and hits[0].tool.name == "pdf_to_text"
     assert [h.score for h in hits] == sorted([h.score for h in hits], reverse=True)
     assert len(hits) <= 3
 
 
 def test_search_filters_by_namespace_and_tag(bank):
-    assert {h.name for h in bank.search("weather", k=10, namespace="weather")} == {"get_weather", "get_forecast"}
-    assert [h.name for h in bank.search("weather", k=10, tags=["forecast"], mode="dense")] == ["get_forecast"]
+    assert {h.name for h in bank.search("weather", k=10, namespace="weather")} == {
+        "weather/get_weather",
+        "weather/get_forecast",
+    }
+    assert [h.name for h in bank.search("weather", k=10, tags=["forecast"], mode="dense")] == ["weather/get_forecast"]
     assert bank.search("weather", k=10, namespace="nothing_here") == []
     both = bank.search("convert a document or the weather", k=10, namespace=["weather", "files"], mode="dense")
     alone = bank.search("convert a document or the weather", k=10, mode="dense")
-    namespaces = {t.name: t.namespace for t in bank}
+    namespaces = {t.qualified_name: t.namespace for t in bank}
     assert [h.name for h in both] == [h.name for h in alone if namespaces[h.name] in ("weather", "files")]
     tagged = bank.search("weather", k=10, namespace=["weather", "files"], tags=["forecast"], mode="bm25")
-    assert [h.name for h in tagged] == ["get_forecast"]
+    assert [h.name for h in tagged] == ["weather/get_forecast"]
     with pytest.raises(BankError, match="lists of tags"):
         bank.search("weather", tags="forecast")
     with pytest.raises(BankError, match="non-empty list"):
@@ -79,20 +82,20 @@ def test_unchanged_text_is_not_re_embedded(tmp_path):
     report = bank.add(weather_tools())
     assert embedder.texts == 4 and report.embedded == 4 and len(report.added) == 4
     report = bank.add(weather_tools(), replace=True)
-    assert embedder.texts == 4 and report.unchanged == [t.name for t in weather_tools()]
+    assert embedder.texts == 4 and report.unchanged == [t.qualified_name for t in weather_tools()]
     renamed = Tool("get_weather_copy", weather_tools()[0].description, weather_tools()[0].parameters)
     bank.add([renamed])
     assert embedder.texts == 5  # the name is part of the text
-    changed = Tool("send_email", "Send an email with attachments", {})
+    changed = Tool("send_email", "Send an email with attachments", {}, namespace="mail")
     report = bank.add([changed], replace=True)
-    assert report.replaced == ["send_email"] and embedder.texts == 6
+    assert report.replaced == ["mail/send_email"] and embedder.texts == 6
     assert bank.get("send_email").description == "Send an email with attachments"
 
 
 def test_duplicate_without_replace_leaves_bank_unchanged(bank):
     generation, before = bank.store.generation, list(bank)
-    new = [Tool("brand_new", "something else"), Tool("get_weather", "another weather tool")]
-    with pytest.raises(BankError, match="'get_weather' is already in the bank; use replace=True"):
+    new = [Tool("brand_new", "something else"), Tool("get_weather", "another weather tool", namespace="weather")]
+    with pytest.raises(BankError, match="'weather/get_weather' is already in the bank; use replace=True"):
         bank.add(new)
     assert list(bank) == before and bank.store.generation == generation and "brand_new" not in bank
 
@@ -106,14 +109,19 @@ def test_replace_only_in_a_namespace(bank):
         ],
         replace_only_in="station",
     )
-    assert report.replaced == ["station_temp"] and report.added == ["station_wind"]
+    assert report.replaced == ["station/station_temp"] and report.added == ["station/station_wind"]
     generation, before = bank.store.generation, list(bank)
-    with pytest.raises(BankError, match="'get_weather' is already in the bank outside namespace 'station'"):
+    with pytest.raises(
+        BankError, match="'weather/get_weather' is already in the bank outside namespace 'station'"
+    ):  # a tool of another namespace is not overwritten
         bank.add(
-            [Tool("station_rain", "Rain", namespace="station"), Tool("get_weather", "mine", namespace="station")],
+            [Tool("station_rain", "Rain", namespace="station"), Tool("get_weather", "mine", namespace="weather")],
             replace_only_in="station",
         )
     assert list(bank) == before and bank.store.generation == generation and "station_rain" not in bank
+    # The same name in the namespace is another tool: it is added beside the other namespace's.
+    report = bank.add([Tool("get_weather", "mine", namespace="station")], replace_only_in="station")
+    assert report.added == ["station/get_weather"] and bank.get("weather/get_weather") == before[0]
 
 
 def test_duplicate_within_batch(bank):
@@ -203,7 +211,7 @@ def test_other_embedder_is_an_error_and_reindex_switches(bank):
     bank.reindex(embedder=HashEmbedder(32))
     again = ToolBank.load(bank.path, HashEmbedder(32))
     assert again.dim == 32 and json.loads((bank.path / "manifest.json").read_text())["dim"] == 32
-    assert again.search("convert a pdf document", k=1, mode="dense")[0].name == "pdf_to_text"
+    assert again.search("convert a pdf document", k=1, mode="dense")[0].name == "files/pdf_to_text"
     assert again.vectors(["get_weather"]).shape == (1, 32)
 
 

@@ -220,7 +220,7 @@ def test_add_that_changes_nothing_keeps_generation_and_index(tmp_path):
     bank.add(weather_tools())
     generation, saved = bank.store.generation, (bank.path / "index.json").read_text()
     report = bank.add(weather_tools())
-    assert report.unchanged == [t.name for t in weather_tools()] and not report.added
+    assert report.unchanged == [t.qualified_name for t in weather_tools()] and not report.added
     assert bank.store.generation == generation
     assert (bank.path / "index.json").read_text() == saved
     # The saved index is still current: another process loads it instead of rebuilding.

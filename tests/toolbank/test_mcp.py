@@ -106,14 +106,19 @@ def test_import_errors_name_the_problem(cli, write_json):
     assert result.exit_code == 1 and "command 'no-such-program' not found" in result.output
     result = cli("import", "--from-mcp", server_command(), "--sync", write_json("t.json", []))
     assert result.exit_code == 2 and "either FILES" in result.output
-    # A name another namespace holds is not taken over silently.
+
+
+def test_import_keeps_the_same_name_in_another_namespace(cli, write_json):
     assert (
         cli("add", "--namespace", "mine", write_json("f.json", [{"name": "forecast", "description": "mine"}])).exit_code
         == 0
     )
     result = cli("import", "--from-mcp", server_command())
-    assert result.exit_code == 1 and "outside namespace 'weather-station'" in result.output
-    assert set(cli.tools()) == {"forecast"}
+    assert result.exit_code == 0, result.output
+    listed = {(t["namespace"], t["name"]): t for t in json.loads(cli("list", "--json").output)}
+    assert set(listed) == {("mine", "forecast")} | {("weather-station", n) for n in WEATHER}
+    assert listed["mine", "forecast"]["description"] == "mine"  # not taken over
+    assert "weather-station/forecast\tweather-station\t" in cli("list").output
 
 
 # -- serving ---------------------------------------------------------------------------------------
@@ -152,17 +157,17 @@ async def _check_session(client: Client, bank: ToolBank, writable: bool, selects
     for mode in ("hybrid", "dense", "bm25"):
         answer = await _result(client, "search_tools", {"query": "weather forecast for Paris", "k": 3, "mode": mode})
         expected = bank.search("weather forecast for Paris", k=3, mode=mode)
-        assert [t["name"] for t in answer["tools"]] == [h.tool.name for h in expected]
+        assert [t["name"] for t in answer["tools"]] == [h.tool.qualified_name for h in expected]
         assert [t["score"] for t in answer["tools"]] == pytest.approx([h.score for h in expected])
         assert answer["tools"][0]["parameters"] == expected[0].tool.parameters
     answer = await _result(client, "search_tools", {"query": "weather", "k": 5, "namespace": "files"})
-    assert [t["name"] for t in answer["tools"]] == ["pdf_to_text"]
+    assert [(t["name"], t["namespace"]) for t in answer["tools"]] == [("files/pdf_to_text", "files")]
     several = {"query": "weather", "k": 5, "mode": "dense", "namespace": ["files", "mail"]}
     answer = await _result(client, "search_tools", several)
-    assert sorted(t["name"] for t in answer["tools"]) == ["pdf_to_text", "send_email"]
+    assert sorted(t["name"] for t in answer["tools"]) == ["files/pdf_to_text", "mail/send_email"]
     assert all(-1 <= t["cosine"] <= 1 for t in answer["tools"])
     answer = await _result(client, "search_tools", {"query": "weather", "k": 5, "tags": ["forecast"]})
-    assert [t["name"] for t in answer["tools"]] == ["get_forecast"]
+    assert [t["name"] for t in answer["tools"]] == ["weather/get_forecast"]
 
     assert await _result(client, "list_namespaces", {}) == {
         "namespaces": [{"name": "files", "tools": 1}, {"name": "mail", "tools": 1}, {"name": "weather", "tools": 2}],

@@ -197,7 +197,7 @@ def test_serve_preload_loads_before_reading_a_request_and_stderr_stays_quiet(tmp
         process.stdin.write(json.dumps(request) + "\n")
         process.stdin.flush()
         answer = json.loads(process.stdout.readline()) if "id" in request else None
-    assert json.loads(answer["result"]["content"][0]["text"])["tools"][0]["name"] == "get_weather"
+    assert json.loads(answer["result"]["content"][0]["text"])["tools"][0]["name"] == "weather/get_weather"
     process.stdin.close()
     err = process.stderr.read()
     process.wait(timeout=30)
