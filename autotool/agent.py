@@ -24,7 +24,6 @@ from autotool.prompts import StepRecord, TokenBudget, history, prompt
 from autotool.select import MODES, Selection, _clean_query, default_policy, select_steps
 from autotool.selection import StepInput
 from toolbank import DEFAULT_EMBEDDER, Embedder, Tool, ToolBank
-from toolbank.bank import NameClash
 
 _JSON_TYPES = {
     str: "string",
@@ -407,29 +406,19 @@ class Agent:
         """Add `fn` as a tool (`tool_from_function`) in this agent's namespace, and call it when it is chosen.
 
         A tool of the same name in this namespace is replaced. A tool of that name in another namespace is
-        never overwritten: `toolbank.bank.NameClash` (a `ValueError`) names it, and nothing is added.
+        another tool (`namespace/name` is a tool's identity): it stays as it is, beside this one. `executors`
+        holds the functions by qualified name (`agent/get_weather`).
         """
         tool = tool_from_function(fn, name, self.namespace)
-        try:
-            self.bank.add([tool], replace_only_in=self.namespace)
-        except NameClash as e:
-            held = self.bank.get(tool.name).namespace if tool.name in self.bank else None
-            e.args = (
-                (
-                    f"tool {tool.name!r} is already in bank {self.bank.path}, in namespace {held!r}, not this "
-                    f"agent's {self.namespace!r}; it was not overwritten. Register the function under another "
-                    "name (register(fn, name=...)) or give the agent another namespace or bank"
-                ),
-            )
-            raise
-        self.executors[tool.name] = fn
+        self.bank.add([tool], replace_only_in=self.namespace)
+        self.executors[tool.qualified_name] = fn
         return tool
 
     def _choices(self) -> tuple[str | tuple[str, ...] | None, tuple[str, ...], int]:
         """The namespace filter of this agent's steps, the tools of its own namespace it has no function for
         (left out), and how many tools it may choose."""
         store = self.bank.store
-        own = [t.name for t in store.tools(store.ids_where(self.namespace)).values()]
+        own = [t.qualified_name for t in store.tools(store.ids_where(self.namespace)).values()]
         stale = tuple(sorted(n for n in own if n not in self.executors))
         mine = len(own) - len(stale)
         if self.namespaces == "*":
@@ -442,15 +431,18 @@ class Agent:
     def _observe(self, selection: Selection) -> str:
         tool = selection.tool
         if selection.arguments is None:
-            return f"error: no valid arguments for {tool.name!r}: {'; '.join(selection.argument_errors)}"
+            return f"error: no valid arguments for {tool.qualified_name!r}: {'; '.join(selection.argument_errors)}"
         try:
-            if tool.name in self.executors:
-                return _observation(_call(self.executors[tool.name], selection.arguments))
+            if tool.qualified_name in self.executors:
+                return _observation(_call(self.executors[tool.qualified_name], selection.arguments))
             if self.execute is not None:
                 return _observation(self.execute(tool, dict(selection.arguments)))
         except Exception as e:  # a tool that raises is an observation, not the end of the run
             return f"error: {type(e).__name__}: {e}"
-        return f"error: no function calls tool {tool.name!r} (namespace {tool.namespace!r}); give the Agent execute="
+        return (
+            f"error: no function calls tool {tool.qualified_name!r} (namespace {tool.namespace!r}); give the Agent "
+            "execute="
+        )
 
     def _ending(self, policy: Policy, query: str, records: list[StepRecord]) -> tuple[str, str]:
         """What the policy writes after the last observation: ("step", "") when it starts another step,
@@ -526,7 +518,9 @@ class Agent:
                 break
             observation = self._observe(selection)
             trajectory.steps.append((selection, observation))
-            records.append(StepRecord(selection.rationale, selection.tool.name, selection.arguments or {}, observation))
+            records.append(
+                StepRecord(selection.rationale, selection.tool.qualified_name, selection.arguments or {}, observation)
+            )
             kind, answer = self._ending(policy, query, records)
             if kind != "step":
                 trajectory.stop, trajectory.answer = kind, answer

@@ -386,7 +386,7 @@ def benchmark_bank(bench: Benchmark, embedder: str = "default", root: Path | Non
     path = (root or autotool_home() / "eval" / "banks") / f"{bench.name}-{slug}"
     bank = ToolBank.open(path, embedder=model)
     bank.add(bench.tools, replace=True, progress=True)
-    extra = set(t.name for t in bank) - set(bench.tool_names)
+    extra = set(t.qualified_name for t in bank) - set(bench.tool_names)
     if extra:
         bank.remove(sorted(extra))
     return bank

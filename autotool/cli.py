@@ -119,12 +119,12 @@ def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, poli
     error = "; ".join(selection.argument_errors) or None
     if as_json:
         out = {
-            "tool": None if selection.tool is None else selection.tool.name,
+            "tool": None if selection.tool is None else selection.tool.qualified_name,
             "probability": selection.probability,
             "cosine": selection.cosine,
             "rationale": selection.rationale,
             "arguments": selection.arguments,
-            "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates],
+            "candidates": [{"name": t.qualified_name, "probability": p} for t, p in selection.candidates],
         }
         if error is not None:
             out["argument_error"] = error
@@ -133,7 +133,7 @@ def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, poli
     if selection.tool is None:
         click.echo(f"no tool fits (the closest has cosine {selection.cosine:.2f} with the request)")
     else:
-        click.echo(f"{selection.tool.name}  (p={selection.probability:.3f}, cosine {selection.cosine:.2f})")
+        click.echo(f"{selection.tool.qualified_name}  (p={selection.probability:.3f}, cosine {selection.cosine:.2f})")
     if selection.rationale:
         click.echo(f"  why: {selection.rationale}")
     if selection.arguments is not None:
@@ -141,7 +141,7 @@ def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, poli
     if error is not None:
         click.echo(f"  arguments: none valid ({error})")
     for rank, (tool, probability) in enumerate(selection.candidates, 1):
-        click.echo(f"{rank:>4}. {probability:.3f}  {tool.name}")
+        click.echo(f"{rank:>4}. {probability:.3f}  {tool.qualified_name}")
 
 
 @main.command()

@@ -35,14 +35,17 @@ class StepRecord:
     """A finished step, given back to the model as context for the next one."""
 
     rationale: str
-    tool: str
+    tool: str  # the tool's qualified name
     arguments: dict
     observation: str = ""
 
 
 def tool_card(tool: Tool) -> str:
-    """What the system inserts after `<tool_anchor>`: the tool's name, description and schema."""
-    return f"[{tool.name}] {tool.description}\nparameters: {json.dumps(tool.parameters, ensure_ascii=False)}\n"
+    """What the system inserts after `<tool_anchor>`: the tool's qualified name (`namespace/name`; the name alone
+    without a namespace), description and schema."""
+    return (
+        f"[{tool.qualified_name}] {tool.description}\nparameters: {json.dumps(tool.parameters, ensure_ascii=False)}\n"
+    )
 
 
 def call_text(name: str, arguments: dict) -> str:
@@ -66,7 +69,8 @@ def step_text(step: StepRecord, card: str) -> str:
 
 
 def history(steps: Sequence[StepRecord], get_tool: Callable[[str], Tool]) -> tuple[str, ...]:
-    """The texts of earlier steps as the model reads them, each with its tool's card (`get_tool(name)`)."""
+    """The texts of earlier steps as the model reads them, each with its tool's card (`get_tool(name)`: the
+    step's tool, by its qualified name)."""
     return tuple(step_text(s, tool_card(get_tool(s.tool))) for s in steps)
 
 

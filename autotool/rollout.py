@@ -230,7 +230,7 @@ def rollout(
         r.ranking = [
             (int(t), float(p))
             for t, p in zip(top.indices[i], top.values[i])
-            if table.tools[int(t)].name not in r.input.exclude
+            if table.tools[int(t)].qualified_name not in r.input.exclude
         ]
         r.inserted_ids = (
             ([] if r.closed_think else [think_end]) + [anchor_id] + policy.encode(table.cards[r.tool])[0].tolist()

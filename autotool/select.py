@@ -49,16 +49,17 @@ class Selection:
     cosine: float = 0.0
 
     def call(self) -> dict | None:
-        """The call as written, `{"name", "arguments"}`: the arguments parsed from `raw_arguments`, less the
-        values that only copy their parameter's description (as `arguments` has them when they validate); None
-        when no tool fits or the text is not a JSON object. What the evaluations score."""
+        """The call as written, `{"name", "arguments"}` (`name`: the tool's qualified name): the arguments parsed
+        from `raw_arguments`, less the values that only copy their parameter's description (as `arguments` has
+        them when they validate); None when no tool fits or the text is not a JSON object. What the evaluations
+        score."""
         if self.tool is None:
             return None
         try:
             arguments = parse_arguments(self.raw_arguments)
         except ValueError:
             return None
-        return {"name": self.tool.name, "arguments": checked_arguments(arguments, self.tool.parameters)[0]}
+        return {"name": self.tool.qualified_name, "arguments": checked_arguments(arguments, self.tool.parameters)[0]}
 
 
 def default_policy_path() -> Path:
@@ -198,7 +199,7 @@ def select_steps(
             chosen = random.choices(ranked, weights=[c.probability for c in ranked])[0]
         else:
             chosen = max(ranked, key=lambda c: c.probability)  # the first of the most probable
-        cosine = float(bank.vectors([chosen.tool.name])[0] @ query)
+        cosine = float(bank.vectors([chosen.tool.qualified_name])[0] @ query)
         selections.append(
             Selection(
                 chosen.tool if cosine >= min_cosine else None,
@@ -238,7 +239,7 @@ def fill_arguments(
     def attempt(todo: list[int], starts: list[list[int]]) -> list[list[int]]:
         """Fill selections `todo` after `starts`; returns each try's tokens, its call closed."""
         starts = [
-            s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.name))[0].tolist()
+            s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.qualified_name))[0].tolist()
             for i, s in zip(todo, starts)
         ]
         matchers = (
@@ -293,7 +294,8 @@ def select_tool(
         policy: Policy (default: the trained policy at `$AUTOTOOL_HOME/policy`, else the shipped one).
         k: How many candidates to return.
         mode: `reason` writes a rationale first; `fast` skips it (one forward pass, or none while W is zero).
-        context: Earlier steps of the same task; their tools are not chosen again (as in training).
+        context: Earlier steps of the same task (each `StepRecord.tool` a qualified name, or a name only one
+            tool has); their tools are not chosen again (as in training).
         arguments: Fill the arguments through the tool's schema grammar, so they parse and validate; when they
             still do not (out of tokens, a schema form the grammar cannot express, a required value that only
             copied its description), a retry with the errors shown. Never raises on them: `arguments` is None
@@ -316,7 +318,8 @@ def select_tool(
     bank = ToolBank.load(default_bank_path()) if bank is None else bank
     policy = default_policy(bank) if policy is None else policy
     context = list(context or ())
-    step = StepInput(query, history(context, bank.get), tuple(record.tool for record in context))
+    called = tuple(bank.get(record.tool).qualified_name for record in context)  # a bare name, if unambiguous
+    step = StepInput(query, history(context, bank.get), called)
     (selection,) = select_steps(
         policy, bank, [step], k, mode, arguments, namespace, sample, top_k, min_cosine=min_cosine, tags=tags
     )
@@ -329,7 +332,8 @@ class TopTools:
 
     Attributes:
         tools: The tools as dicts in `format` (`Tool.to_dict`): pass them as the `tools` of a chat request.
-        names: Their names, best first.
+        names: Their qualified names (`namespace/name`), best first; `ToolBank.get` also takes the
+            `namespace__name` form by which the `openai` and `anthropic` formats name them.
         scores: Their probabilities under the selection distribution (over the candidates, so the top `k`
             need not sum to 1).
         rationale: The capability the policy says the request needs ("" in fast mode).
@@ -393,7 +397,7 @@ def select_tools(
     tools = [tool for tool, _ in selection.candidates]
     return TopTools(
         [t.to_dict(format) for t in tools],
-        [t.name for t in tools],
+        [t.qualified_name for t in tools],
         [p for _, p in selection.candidates],
         selection.rationale,
         format,

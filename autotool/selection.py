@@ -30,7 +30,8 @@ DEFAULT_TOP_K = 64
 
 @dataclass
 class StepInput:
-    """Where a step starts: the request, the texts of the earlier steps, and tools it may not choose again."""
+    """Where a step starts: the request, the texts of the earlier steps, and tools it may not choose again (by
+    qualified name)."""
 
     query: str
     context: tuple[str, ...] = ()
@@ -80,13 +81,17 @@ class ToolTable:
 
     @classmethod
     def from_bank(cls, bank: ToolBank, names: Sequence[str] | None = None) -> ToolTable:
-        names = sorted(t.name for t in bank) if names is None else list(names)
+        """The tools `names` (as `bank.get` takes them), or every tool sorted by name, then namespace (the order
+        of a bank whose names are unique is the same as by name alone)."""
+        if names is None:
+            names = [t.qualified_name for t in sorted(bank, key=lambda t: (t.name, t.namespace or ""))]
+        names = list(names)
         return cls(
             [bank.get(n) for n in names], torch.from_numpy(np.ascontiguousarray(bank.vectors(names))), bank.embedder
         )
 
     def __post_init__(self):
-        self.index = {t.name: i for i, t in enumerate(self.tools)}
+        self.index = {t.qualified_name: i for i, t in enumerate(self.tools)}
         self.cards = [tool_card(t) for t in self.tools]
         self._bm25: BM25Index | None = None
 

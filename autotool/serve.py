@@ -63,7 +63,7 @@ def build_server(
         best tool, no tool fits (default: the threshold fitted for the bank's embedder; 0: always choose).
         Returns {tool (null when no tool fits), probability, cosine, rationale, arguments,
         candidates: [{name, probability}, ...]}, plus argument_error and raw_call when no valid arguments
-        were written.
+        were written. Names are qualified names (namespace/name, or the name alone without a namespace).
         """
         from autotool.policy import Policy
         from autotool.select import default_policy
@@ -89,7 +89,7 @@ def build_server(
                 "cosine": selection.cosine,
                 "rationale": selection.rationale,
                 "arguments": selection.arguments,
-                "candidates": [{"name": t.name, "probability": p} for t, p in selection.candidates],
+                "candidates": [{"name": t.qualified_name, "probability": p} for t, p in selection.candidates],
             }
             if selection.argument_errors:
                 out["argument_error"], out["raw_call"] = "; ".join(selection.argument_errors), selection.raw_arguments
@@ -102,8 +102,9 @@ def build_server(
         @server.tool()
         def call_tool(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
             """Call a tool of this bank that was imported from an MCP server (`toolbank import --from-mcp`) on
-            that server, started from the command recorded at import and stopped after the call. Returns the
-            server's tools/call result: {content: [...], isError}.
+            that server, started from the command recorded at import and stopped after the call. name: the
+            tool's qualified name (namespace/name) as search_tools and select_tool return it; the server is
+            called with the tool's own name. Returns the server's tools/call result: {content: [...], isError}.
             """
             from toolbank.mcp_import import call_server_tool
 
@@ -112,14 +113,14 @@ def build_server(
                 record = bank.server(tool.namespace)
                 if record is None:
                     raise ValueError(
-                        f"tool {name!r} (namespace {tool.namespace!r}) was not imported from an MCP server with "
-                        "`toolbank import --from-mcp`, so there is no server to call it on"
+                        f"tool {tool.qualified_name!r} (namespace {tool.namespace!r}) was not imported from an MCP "
+                        "server with `toolbank import --from-mcp`, so there is no server to call it on"
                     )
-                return record
+                return tool, record
 
-            record = guarded(recorded_server)
+            tool, record = guarded(recorded_server)
             try:  # outside the guard: a slow server does not hold up the bank's other calls
-                return call_server_tool(record, name, arguments or {})
+                return call_server_tool(record, tool.name, arguments or {})
             except ValueError as e:
                 raise MCPToolError(str(e)) from None
 

@@ -11,8 +11,7 @@ from helpers import ASSETS
 
 from autotool import Agent, Policy, tool_from_function
 from autotool.agent import parse_docstring
-from toolbank import DEFAULT_EMBEDDER, HashEmbedder, Tool, ToolBank, default_bank_path
-from toolbank.bank import NameClash
+from toolbank import DEFAULT_EMBEDDER, BankError, HashEmbedder, Tool, ToolBank, default_bank_path
 
 TINY = ASSETS / "tiny-llama"
 
@@ -211,7 +210,7 @@ def test_an_agent_without_a_bank_gets_a_private_temporary_one(tmp_path):
         Agent(ToolBank.create(tmp_path / "b", HashEmbedder(8)), embedder="hash:8")
 
 
-def test_register_never_overwrites_a_tool_of_another_namespace(bank):
+def test_register_keeps_the_same_name_in_another_namespace(bank):
     before = bank.get("get_weather")  # the user's, in namespace "weather"
     agent = Agent(bank)
 
@@ -219,13 +218,14 @@ def test_register_never_overwrites_a_tool_of_another_namespace(bank):
         """My own weather."""
         return "rain"
 
-    with pytest.raises(NameClash, match=r"'get_weather' is already in bank .*namespace 'weather'.*not overwritten"):
-        agent.register(get_weather)
-    assert bank.get("get_weather") == before and "get_weather" not in agent.executors
-    agent.register(get_weather, name="my_weather")
+    mine = agent.register(get_weather)  # the same name in the agent's namespace: another tool, beside it
+    assert mine.qualified_name == "agent/get_weather" and bank.get("weather/get_weather") == before
+    assert bank.get("agent/get_weather").description == "My own weather."
+    with pytest.raises(BankError, match="'get_weather' is ambiguous.*'agent/get_weather', 'weather/get_weather'"):
+        bank.get("get_weather")
     agent.register(get_stock_price)
     agent.register(get_stock_price)  # again, in its own namespace: replaced (here, unchanged)
-    assert bank.get("my_weather").namespace == "agent" and set(agent.executors) == {"my_weather", "get_stock_price"}
+    assert set(agent.executors) == {"agent/get_weather", "agent/get_stock_price"}
 
 
 def test_the_agent_chooses_its_own_tools_and_other_namespaces_only_when_asked(bank, policy):
@@ -260,7 +260,9 @@ def test_the_agent_chooses_its_own_tools_and_other_namespaces_only_when_asked(ba
     script(policy, '{"path": "a.pdf"}}', "<think>")
     ((selection, observation),) = agent.run("convert my PDF document to text").steps
     assert selection.tool.name == "pdf_to_text"
-    assert observation == "error: no function calls tool 'pdf_to_text' (namespace 'files'); give the Agent execute="
+    assert (
+        observation == "error: no function calls tool 'files/pdf_to_text' (namespace 'files'); give the Agent execute="
+    )
     assert "old_tool" not in {t.name for t, _ in selection.candidates}
 
 
@@ -339,7 +341,11 @@ def test_a_two_step_task_ends_on_the_answer(shop, policy):
     assert [s.rationale for s, _ in trajectory.steps] == ["an order's total", "currency conversion"]
     # the second step read the first one: its call and observation are in the prompt
     second = policy.tokenizer.decode(policy.prompts_seen[3])
-    assert '<tool_call>{"name": "get_order", "arguments": {"order_id": "A-553"}}</tool_call><obs>{"order_id"' in second
+    assert "[shop/get_order] " in second  # the tool card and the call name the tool by its qualified name
+    assert (
+        '<tool_call>{"name": "shop/get_order", "arguments": {"order_id": "A-553"}}</tool_call><obs>{"order_id"'
+        in second
+    )
 
 
 def test_a_thought_without_its_opening_tag_is_the_next_step(shop, policy):
@@ -416,7 +422,7 @@ def test_invalid_arguments_and_raising_functions_are_observations(shop, policy):
     trajectory = agent.run("Look up order A-553's total, then convert it to EUR")
     (first, error), (second, raised) = trajectory.steps
     assert first.tool.name == "get_order" and first.arguments is None and first.argument_errors
-    assert error.startswith("error: no valid arguments for 'get_order': ")
+    assert error.startswith("error: no valid arguments for 'shop/get_order': ")
     assert raised == "error: ValueError: nothing to convert"
     assert calls == [("convert_currency", 1, "USD", "USD")] and trajectory.stop == "no_tools"
     # an unknown argument passes the schema (the card has no additionalProperties) and the function refuses it

@@ -72,7 +72,9 @@ def test_cli_fast_select_imports_no_language_model_library(bank, saved_policy):
     chosen, modules = out.stdout.rsplit("MODULES", 1)
     assert modules.strip() == "[]"
     expected = select_tool(QUERIES[0], bank=bank, policy=Policy.load(saved_policy, bank), mode="fast", arguments=False)
-    assert json.loads(chosen)["candidates"] == [{"name": t.name, "probability": p} for t, p in expected.candidates]
+    assert json.loads(chosen)["candidates"] == [
+        {"name": t.qualified_name, "probability": p} for t, p in expected.candidates
+    ]
 
 
 def test_select_names_flags_and_unknown_namespaces(bank, saved_policy):

@@ -25,6 +25,9 @@ def test_an_imported_tool_is_called_on_its_server_through_one_connection(tmp_pat
     own = tmp_path / "own.json"
     own.write_text(json.dumps({"name": "my_tool", "description": "Mine, not a server's", "parameters": {}}))
     assert run.invoke(main, ["--bank", str(path), "add", str(own)]).exit_code == 0
+    other = tmp_path / "other.json"  # the server's tool name in another namespace: another tool
+    other.write_text(json.dumps({"name": "forecast", "description": "My forecast", "namespace": "mine"}))
+    assert run.invoke(main, ["--bank", str(path), "add", str(other)]).exit_code == 0
     bank = ToolBank.load(path)
     assert bank.server("weather-station") == {"command": command, "env": ["WEATHER_KEY"]}
     assert bank.server(None) is None
@@ -33,14 +36,19 @@ def test_an_imported_tool_is_called_on_its_server_through_one_connection(tmp_pat
         async with Client(build_server(bank)) as client:  # without --call-through: no call_tool
             assert "call_tool" not in {t.name for t in (await client.list_tools()).tools}
         async with Client(build_server(bank, call_through=True)) as client:
-            result = await client.call_tool("call_tool", {"name": "forecast", "arguments": {"city": "Oslo", "days": 2}})
-            assert not result.is_error, result.content
+            arguments = {"city": "Oslo", "days": 2}
+            result = await client.call_tool("call_tool", {"name": "weather-station/forecast", "arguments": arguments})
+            assert not result.is_error, result.content  # the server is called with its own name, forecast
             answer = result.structured_content
             assert answer["content"][0]["text"] == "Oslo: sunny for 2 days" and not answer.get("isError")
             refused = await client.call_tool("call_tool", {"name": "my_tool"})
             assert refused.is_error and "was not imported from an MCP server" in refused.content[0].text
             unknown = await client.call_tool("call_tool", {"name": "nope"})
             assert unknown.is_error and "no tool named 'nope'" in unknown.content[0].text
+            ambiguous = await client.call_tool("call_tool", {"name": "forecast"})
+            assert ambiguous.is_error and "'mine/forecast', 'weather-station/forecast'" in ambiguous.content[0].text
+            mine = await client.call_tool("call_tool", {"name": "mine/forecast"})
+            assert mine.is_error and "tool 'mine/forecast' (namespace 'mine') was not imported" in mine.content[0].text
 
     anyio.run(session)
     result = run.invoke(main, ["--bank", str(path), "import", str(own), "--env", "X"])

@@ -43,8 +43,8 @@ def test_untrained_policy_selects_like_dense_retrieval(bank, policy, mode):
     for query in QUERIES:
         selection = select_tool(query, bank, policy, k=4, mode=mode, arguments=False)
         dense = bank.search(query, k=4, mode="dense")
-        assert [t.name for t, _ in selection.candidates] == [h.name for h in dense]
-        assert selection.tool.name == dense[0].name
+        assert [t.qualified_name for t, _ in selection.candidates] == [h.name for h in dense]
+        assert selection.tool.qualified_name == dense[0].name
         assert isinstance(selection.rationale, str) and (mode == "reason" or selection.rationale == "")
 
 
@@ -74,13 +74,13 @@ def test_lexical_prior_adds_normalised_bm25_to_the_cosine(bank, policy):
     logits = np.array([2 * g * (cosine[n] + 0.5 * lexical.get(n, 0.0)) for n in cosine])
     expected = dict(zip(cosine, np.exp(logits) / np.exp(logits).sum()))
     assert [p for _, p in selection.candidates] == pytest.approx(
-        [expected[t.name] for t, _ in selection.candidates], rel=1e-4
+        [expected[t.qualified_name] for t, _ in selection.candidates], rel=1e-4
     )
     assert [p for _, p in selection.candidates] == sorted([p for _, p in selection.candidates], reverse=True)
     # rollouts (training and evaluation) score the whole table with the same prior
     table = ToolTable.from_bank(bank)
     ((r,),) = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
-    assert {table.tools[t].name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
+    assert {table.tools[t].qualified_name: p for t, p in r.ranking} == pytest.approx(expected, rel=1e-4)
 
 
 def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
@@ -89,23 +89,23 @@ def test_steps_after_earlier_calls_weigh_the_prior_with_l_later(bank, policy):
 
     policy.head.lexical_later.fill_(0.5)  # l stays 0: a first step selects like dense retrieval
     assert policy.head.uses_lexical
-    query, earlier = "weather forecast", [StepRecord("", "get_weather", {"city": "Paris"})]
+    query, earlier = "weather forecast", [StepRecord("", "weather/get_weather", {"city": "Paris"})]
     g = float(policy.head.log_g.detach().exp())
     cosine = {h.name: h.score for h in bank.search(query, k=10, mode="dense")}
     bm25 = bank.search(query, k=10, mode="bm25")
     lexical = {h.name: h.score / bm25[0].score for h in bm25}
-    assert "get_weather" in cosine and "get_weather" in lexical
+    assert "weather/get_weather" in cosine and "weather/get_weather" in lexical
     for context, weight in [(None, 0.0), (earlier, 0.5)]:
         called = {r.tool for r in context or ()}  # not chosen again: out of the softmax
         names = [n for n in cosine if n not in called]
         logits = np.array([2 * g * (cosine[n] + weight * lexical.get(n, 0.0)) for n in names])
         expected = dict(zip(names, np.exp(logits) / np.exp(logits).sum()))
         selection = select_tool(query, bank, policy, k=10, mode="fast", context=context, arguments=False)
-        assert {t.name: p for t, p in selection.candidates} == pytest.approx(expected, rel=1e-4)
+        assert {t.qualified_name: p for t, p in selection.candidates} == pytest.approx(expected, rel=1e-4)
         table = ToolTable.from_bank(bank)
         step = StepInput(query, history(context or [], bank.get), tuple(called))
         ((r,),) = rollout(policy, table, [step], sample=False, mode="fast", budget=TokenBudget(call=2))
-        assert {table.tools[t].name: p for t, p in r.ranking if p > 0} == pytest.approx(expected, rel=1e-4)
+        assert {table.tools[t].qualified_name: p for t, p in r.ranking if p > 0} == pytest.approx(expected, rel=1e-4)
     assert len({round(v, 6) for v in lexical.values()}) > 1  # the prior does reorder: the two weights differ
 
 

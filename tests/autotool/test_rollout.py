@@ -60,11 +60,11 @@ def test_logprobs_match_the_full_models_log_softmax(bank, policy):
 
 def test_excluded_tools_are_never_drawn_nor_ranked(bank, policy):
     table = ToolTable.from_bank(bank)
-    step = StepInput("weather forecast", exclude=("get_weather", "get_forecast"))
+    step = StepInput("weather forecast", exclude=("weather/get_weather", "weather/get_forecast"))
     torch.manual_seed(3)
     for r in rollout(policy, table, [step], group=8, budget=TokenBudget(2, 2))[0]:
-        assert table.tools[r.tool].name not in step.exclude
-        assert not {table.tools[t].name for t, _ in r.ranking} & set(step.exclude)
+        assert table.tools[r.tool].qualified_name not in step.exclude
+        assert not {table.tools[t].qualified_name for t, _ in r.ranking} & set(step.exclude)
 
 
 def test_generation_leaves_the_adapters_as_they_were(bank, policy):
@@ -84,13 +84,13 @@ def test_teacher_rollout_scores_the_gold_step(bank, policy):
         table,
         step,
         "current weather for a city",
-        "get_weather",
+        "weather/get_weather",
         call_text("get_weather", {"city": "Paris"}),
         vectors[0],
         vectors[1],
     )
     assert r.format_ok and r.call == {"name": "get_weather", "arguments": {"city": "Paris"}}
-    assert table.tools[r.tool].name == "get_weather"
+    assert table.tools[r.tool].qualified_name == "weather/get_weather"
     token_logp, mask, tool_logp = logprobs(policy, table, [r])
     (-(token_logp.sum() + tool_logp.sum())).backward()
     assert policy.head.W.weight.grad.abs().sum() > 0  # the selection term reaches the anchor head
@@ -104,5 +104,7 @@ def test_untrained_fast_rollout_ranks_like_dense_retrieval(bank):
         ((r,),) = rollout(policy, table, [StepInput(query)], sample=False, mode="fast", budget=TokenBudget(call=2))
         dense = bank.search(query, k=4, mode="dense")
         score = {h.name: h.score for h in dense}  # compared by score: tied tools may come in either order
-        assert [score[table.tools[t].name] for t, _ in r.ranking] == pytest.approx([h.score for h in dense], abs=1e-5)
-        assert table.tools[r.tool].name in {h.name for h in dense if h.score >= dense[0].score - 1e-6}
+        assert [score[table.tools[t].qualified_name] for t, _ in r.ranking] == pytest.approx(
+            [h.score for h in dense], abs=1e-5
+        )
+        assert table.tools[r.tool].qualified_name in {h.name for h in dense if h.score >= dense[0].score - 1e-6}

@@ -4,7 +4,7 @@ import pytest
 import torch
 from helpers import ASSETS
 
-from autotool import Policy, TopTools, select_tool, select_tools
+from autotool import Policy, Selection, TopTools, select_tool, select_tools
 from toolbank import Tool
 
 TINY = ASSETS / "tiny-llama"
@@ -21,13 +21,13 @@ def test_the_top_k_are_select_tools_candidates_in_the_format_asked(bank, policy,
     top = select_tools("weather forecast in Paris", k=3, format=fmt, bank=bank, policy=policy)
     selection = select_tool("weather forecast in Paris", bank, policy, k=3, mode="fast", arguments=False)
     assert isinstance(top, TopTools) and len(top) == 3 and top.format == fmt and top.rationale == ""
-    assert top.names == [t.name for t, _ in selection.candidates]  # the same served path, the same ranking
+    assert top.names == [t.qualified_name for t, _ in selection.candidates]  # the same served path and ranking
     assert top.scores == pytest.approx([p for _, p in selection.candidates])
     assert top.scores == sorted(top.scores, reverse=True) and 0 < sum(top.scores) <= 1 + 1e-6
     assert top.tools == [bank.get(n).to_dict(fmt) for n in top.names]
     first = top.tools[0]
     if fmt == "openai":
-        assert first["type"] == "function" and first["function"]["name"] == top.names[0]
+        assert first["type"] == "function" and first["function"]["name"] == top.names[0].replace("/", "__")
         assert first["function"]["parameters"]["properties"]["city"]["type"] == "string"
     elif fmt == "anthropic":
         assert set(first) == {"name", "description", "input_schema"}
@@ -66,7 +66,7 @@ def test_one_namespace_or_several(bank, policy):
     )
     query = "weather report for a city"
     one = select_tools(query, k=3, format="plain", bank=bank, policy=policy, namespace="weather")
-    assert set(one.names) == {"get_weather", "get_forecast"}
+    assert set(one.names) == {"weather/get_weather", "weather/get_forecast"}
     several = select_tools(query, k=20, format="plain", bank=bank, policy=policy, namespace=["weather", "ns1"])
     assert {t["namespace"] for t in several.tools} == {"weather", "ns1"} and len(several) == 6
     # ranked as one search over the union: the same order and probabilities as over the whole bank, renormalised
@@ -98,3 +98,29 @@ def test_a_search_over_several_namespaces_is_the_whole_banks_filtered(bank, mode
         union = [(h.name, h.score) for h in bank.search(query, k=k, mode=mode, namespace=("weather", "ns1", "weather"))]
         assert [s for _, s in union] == pytest.approx([s for _, s in whole[:k]])
         assert {n for n, _ in union} <= {n for n, _ in whole}
+
+
+def test_the_same_name_in_two_namespaces_is_two_candidates_by_qualified_name(bank, policy):
+    from autotool.prompts import StepRecord, tool_card
+
+    schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+    bank.add(
+        [
+            Tool("search", "Search code and issues on GitHub", schema, namespace="github"),
+            Tool("search", "Search messages in Slack channels", schema, namespace="slack"),
+        ]
+    )
+    query, both = "search slack messages and github issues", ["github", "slack"]
+    selection = select_tool(query, bank, policy, k=6, mode="fast", arguments=False)
+    assert {"github/search", "slack/search"} <= {t.qualified_name for t, _ in selection.candidates}
+    top = select_tools(query, k=6, format="openai", bank=bank, policy=policy, namespace=both)
+    assert sorted(top.names) == ["github/search", "slack/search"]
+    assert [t["function"]["name"] for t in top.tools] == [n.replace("/", "__") for n in top.names]
+    assert [bank.get(t["function"]["name"]) for t in top.tools] == [bank.get(n) for n in top.names]
+    assert tool_card(bank.get("github/search")).startswith("[github/search] Search code")
+    # an earlier step's tool is not chosen again: that one, not the other namespace's
+    context = [StepRecord("", "github/search", {})]
+    again = select_tool(query, bank, policy, k=6, mode="fast", context=context, arguments=False, namespace=both)
+    assert [t.qualified_name for t, _ in again.candidates] == ["slack/search"]
+    chosen = Selection(bank.get("slack/search"), 1.0, "", None, raw_arguments='{"query": "standup notes"}')
+    assert chosen.call() == {"name": "slack/search", "arguments": {"query": "standup notes"}}
