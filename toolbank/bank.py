@@ -425,8 +425,12 @@ class ToolBank:
         return len(self.store)
 
     def __contains__(self, name: str) -> bool:
-        """Whether `name` names a tool (see `get`); `BankError` for a bare name that several tools have."""
-        return name in self._keys([name])
+        """Whether `name` names a tool (see `get`); a bare name that several tools have is in the bank too
+        (`get` then asks for the qualified name)."""
+        try:
+            return name in self._keys([name])
+        except BankError:  # ambiguous: more than one tool has it
+            return True
 
     def __iter__(self) -> Iterator[Tool]:
         return self.store.iter_tools()
