@@ -381,8 +381,9 @@ def add(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt):
 @click.option(
     "--from-mcp",
     "command",
-    metavar="COMMAND",
-    help='Start this MCP server over stdio (e.g. "python server.py --flag") and import its tools.',
+    metavar="COMMAND|URL",
+    help='Start this MCP server over stdio (e.g. "python server.py --flag"), or connect to the running one at '
+    "this http(s) URL (streamable HTTP, e.g. http://127.0.0.1:8000/mcp), and import its tools.",
 )
 @click.option(
     "--sync", is_flag=True, help="With --from-mcp: also remove the namespace's tools the server no longer lists."
@@ -411,6 +412,7 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
     \b
     toolbank import tools.json                  # the format of each tool is detected (--format forces one)
     toolbank import --from-mcp "npx -y @modelcontextprotocol/server-filesystem /tmp" --sync
+    toolbank import --from-mcp http://127.0.0.1:8000/mcp   # a server already running, over HTTP
 
     From a server, the tools go in the namespace named after the server (its initialize name; --namespace
     overrides it). Importing the same server again updates its tools; with --sync the bank then mirrors the
@@ -418,7 +420,7 @@ def import_(ctx, files, namespace, tags, replace, skip_invalid, embedder, fmt, c
     out or lists an invalid tool, the bank is left unchanged.
     """
     if bool(files) == bool(command):
-        raise click.UsageError("give either FILES or --from-mcp COMMAND")
+        raise click.UsageError("give either FILES or --from-mcp COMMAND|URL")
     if command and fmt is not None:
         raise click.UsageError("--format applies to FILES; an MCP server's tools are MCP tools")
     if files:
