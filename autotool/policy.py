@@ -57,6 +57,16 @@ class PolicyError(ValueError):
     """A policy folder cannot be loaded, or does not fit the bank it is used with."""
 
 
+def readable_embedders(manifest: dict) -> list[str]:
+    """The embedders a policy reads: the one it was trained with (`embedder`), and any others its manifest lists
+    under `also_reads` (embedders of the same dimension it was measured with, not trained with)."""
+    return [manifest["embedder"], *manifest.get("also_reads", [])]
+
+
+def reads_embeddings_of(manifest: dict, bank: ToolBank) -> bool:
+    return bank.embedder_id in readable_embedders(manifest) and manifest["dim"] == bank.dim
+
+
 class AnchorHead(nn.Module):
     """`e' = normalize(W h + a q + b r)` (residual) or `normalize(W h)` (pure), and the sharpness g."""
 
@@ -259,10 +269,11 @@ class Policy:
                 f"{path / 'manifest.json'}: field 'format_version' is {version!r}; this autotool "
                 f"reads versions {', '.join(map(str, READABLE_VERSIONS))}"
             )
-        if bank is not None and (manifest["embedder"], manifest["dim"]) != (bank.embedder_id, bank.dim):
+        if bank is not None and not reads_embeddings_of(manifest, bank):
             raise PolicyError(
-                f"policy {path} was trained on embeddings of {manifest['embedder']} (dim "
-                f"{manifest['dim']}), but bank {bank.path} uses {bank.embedder_id} (dim {bank.dim})"
+                f"policy {path} reads embeddings of {' or '.join(readable_embedders(manifest))} (dim "
+                f"{manifest['dim']}), but bank {bank.path} uses {bank.embedder_id} (dim {bank.dim}); re-embed "
+                f"the bank with `toolbank --bank {bank.path} reindex --embedder {manifest['embedder']}`"
             )
         if not (path / "anchor_head.safetensors").is_file():
             raise PolicyError(f"{path / 'anchor_head.safetensors'} is missing")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotool.calls import checked_arguments, parse_arguments
-from autotool.policy import Policy, embed
+from autotool.policy import Policy, embed, readable_embedders, reads_embeddings_of
 from autotool.prompts import MAX_QUERY_CHARS, StepRecord, TokenBudget, call_prefix, history, tool_card
 from autotool.rollout import decode, hidden_at_anchor, prompt_ids, think
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates
@@ -71,8 +71,13 @@ SHIPPED_POLICY = Path(__file__).parent / "default_policy"  # trained by `make tr
 
 # The request-to-tool cosine below which `select_tool` says no tool fits, per embedder: the largest threshold
 # that costs at most 2 points of hit@1 on the validation requests that need a tool, on average over MetaTool's
-# val split, API-Bank and ToolAlpaca (experiments/2026-12-01-abstention). Other embedders: never abstain.
-MIN_COSINE = {"sentence-transformers/all-MiniLM-L6-v2": 0.22}
+# val split, API-Bank and ToolAlpaca (experiments/2026-12-01-abstention; for the tuned embedder, which saw every
+# MetaTool tool, API-Bank and ToolAlpaca only: experiments/2026-12-01-embedder-finetune/abstention-tools.txt).
+# Other embedders: never abstain.
+MIN_COSINE = {
+    "sentence-transformers/all-MiniLM-L6-v2": 0.22,
+    "autotool/all-MiniLM-L6-v2-tools": 0.255,
+}
 
 
 def fitted_min_cosine(bank: ToolBank) -> float:
@@ -98,12 +103,13 @@ def default_policy(bank: ToolBank) -> Policy:
         why = f"no policy at {own} and none shipped at {SHIPPED_POLICY}"
         if (SHIPPED_POLICY / "manifest.json").exists():
             manifest = json.loads((SHIPPED_POLICY / "manifest.json").read_text())
-            if (manifest["embedder"], manifest["dim"]) == (bank.embedder_id, bank.dim):
+            if reads_embeddings_of(manifest, bank):
                 _default[key] = Policy.load(SHIPPED_POLICY, bank)
                 return _default[key]
             why = (
-                f"the shipped policy reads {manifest['embedder']} embeddings (dim {manifest['dim']}); bank "
-                f"{bank.path} uses {bank.embedder_id} (dim {bank.dim})"
+                f"the shipped policy reads {' or '.join(readable_embedders(manifest))} embeddings (dim "
+                f"{manifest['dim']}); bank {bank.path} uses {bank.embedder_id} (dim {bank.dim}), so re-embed it "
+                f"(`toolbank --bank {bank.path} reindex --embedder {manifest['embedder']}`)"
             )
         warnings.warn(
             f"{why}: using the untrained anchor (dense retrieval on the query; the rationale does not move the choice)",

@@ -145,7 +145,8 @@ def bank_here(fn):
     "--embedder",
     default="default",
     show_default=True,
-    help="'default' (all-MiniLM-L6-v2), a local sentence-transformers folder, or hash:DIM.",
+    help="'default' (all-MiniLM-L6-v2), 'tools' (all-MiniLM-L6-v2 fine-tuned on tool data, shipped as an adapter), "
+    "a local sentence-transformers or adapter folder, or hash:DIM.",
 )
 @click.option(
     "--index", "index_factory", default="flat", show_default=True, help="flat, hnsw, or a FAISS factory string."
@@ -654,7 +655,7 @@ def announce_serving(bank, transport: str, host: str, port: int, allow_write: bo
 
 @main.command()
 @bank_here
-@click.option("--embedder", help="Re-embed every tool with this embedder (default, a folder, or hash:DIM).")
+@click.option("--embedder", help="Re-embed every tool with this embedder (default, tools, a folder, or hash:DIM).")
 @click.option("--index", "index_factory", help="Rebuild the index as flat, hnsw or a FAISS factory string.")
 @click.pass_context
 @_user_errors

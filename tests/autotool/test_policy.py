@@ -251,6 +251,8 @@ def test_load_errors(bank, policy, tmp_path):
     other = ToolBank.create(tmp_path / "other", HashEmbedder(32))
     with pytest.raises(PolicyError, match=r"hash:64 \(dim 64\), but bank .* uses hash:32 \(dim 32\)"):
         Policy.load(tmp_path / "p", other)
+    with pytest.raises(PolicyError, match=r"re-embed the bank with `toolbank --bank .* reindex --embedder hash:64`"):
+        Policy.load(tmp_path / "p", other)
     manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
     (tmp_path / "p" / "manifest.json").write_text(json.dumps({**manifest, "format_version": 7}))
     with pytest.raises(PolicyError, match="'format_version' is 7"):
@@ -340,3 +342,14 @@ def test_shipped_policy_for_another_embedder_falls_back_with_a_warning(bank, pol
     monkeypatch.setattr(select.Policy, "create", classmethod(lambda cls, b: untrained))  # the real one loads SmolLM2
     with pytest.warns(UserWarning, match=r"reads hash:64 embeddings \(dim 64\).*uses hash:32.*untrained anchor"):
         assert select.default_policy(other) is untrained
+
+
+def test_a_policy_reads_the_embedders_its_manifest_also_lists(bank, policy, tmp_path):
+    policy.save(tmp_path / "p")
+    manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    (tmp_path / "p" / "manifest.json").write_text(json.dumps({**manifest, "also_reads": ["tuned:64", "hash:32"]}))
+    tuned = HashEmbedder(64)
+    tuned.id = "tuned:64"  # another embedder of the same dimension
+    assert Policy.load(tmp_path / "p", ToolBank.create(tmp_path / "tuned", tuned)).embedder == "hash:64"
+    with pytest.raises(PolicyError, match=r"reads embeddings of hash:64 or tuned:64 or hash:32 \(dim 64\)"):
+        Policy.load(tmp_path / "p", ToolBank.create(tmp_path / "other", HashEmbedder(32)))  # listed, other dim

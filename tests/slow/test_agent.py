@@ -110,14 +110,14 @@ def check_guarantees(agent, trajectory, calls, max_steps):
     assert 1 <= len(trajectory.steps) <= max_steps
     assert trajectory.stop in {"answer", "max_steps", "no_tools", "no_answer"}
     assert trajectory.stop != "max_steps" or len(trajectory.steps) == max_steps
-    names = [selection.tool.name for selection, _ in trajectory.steps]
+    names = [selection.tool.qualified_name for selection, _ in trajectory.steps]  # executors are keyed by it
     assert set(names) <= set(agent.executors) and len(set(names)) == len(names)  # registered ones, each once
     assert all(selection.tool.namespace == "shop" for selection, _ in trajectory.steps)
     for selection, observation in trajectory.steps:
         assert isinstance(observation, str) and observation
         if selection.arguments is None:  # invalid twice: an error observation, the function not called
             assert selection.argument_errors and observation.startswith(
-                f"error: no valid arguments for '{selection.tool.name}'"
+                f"error: no valid arguments for '{selection.tool.qualified_name}'"
             )
     # the functions ran exactly for the steps whose arguments were valid, in order
     assert [c[0] for c in calls] == [s.tool.name for s, _ in trajectory.steps if s.arguments is not None]

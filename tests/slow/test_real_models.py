@@ -98,3 +98,24 @@ def test_shipped_policy_writes_the_same_text_from_the_cached_system_prompt(metat
         assert frozen.generate(text, 32, "</think>") == training.generate(text, 32, "</think>")
     assert frozen._prefix_cache is not None and frozen.adapters_merged and not training.adapters_merged
     assert frozen.head.b.item() > 0  # calibrated: the shipped policy's rationale moves its anchor
+
+
+def test_the_tuned_embedder_ships_and_the_shipped_policy_reads_it(tmp_path):
+    from autotool.select import default_policy, fitted_min_cosine
+    from toolbank.embed import TUNED_EMBEDDER, load_embedder
+
+    tuned, stock = load_embedder("tools"), load_embedder("default")
+    assert tuned.id == TUNED_EMBEDDER and tuned.dim == stock.dim == 384
+    texts = ["book a table for two tonight", "how warm is it in Lisbon"]
+    a, b = tuned.encode(texts), stock.encode(texts)
+    assert 0.5 < float((a * b).sum(axis=1).min()) < 0.9999  # the adapter moved the vectors, not wrecked them
+    bank = ToolBank.create(tmp_path / "bank", "tools")
+    bank.add(load_benchmark("toolalpaca").tools)
+    assert bank.embedder_id == TUNED_EMBEDDER and fitted_min_cosine(bank) == 0.255
+    assert default_policy(bank).trained  # the shipped policy, not the untrained anchor
+    choice = select_tool(
+        "Can you check if today is a public holiday in China?", bank=bank, mode="fast", arguments=False
+    )
+    assert choice.tool.name == "PublicHolidayIsTodayPublicHoliday" and choice.cosine >= 0.255  # observed: 0.574
+    nothing = select_tool("Explain why the sky is blue", bank=bank, mode="fast", arguments=False)
+    assert nothing.tool is None and nothing.cosine < 0.255  # no tool fits (observed: 0.104)

@@ -276,8 +276,8 @@ def test_select_tool_over_stdio(served_bank, tmp_path):
             )
             expected = served_bank.search("what is the weather in Oslo", k=3, mode="dense")
             # An untrained policy is dense retrieval on the query.
-            assert [c["name"] for c in answer["candidates"]] == [h.tool.name for h in expected]
-            assert answer["tool"]["name"] == expected[0].tool.name
+            assert [c["name"] for c in answer["candidates"]] == [h.name for h in expected]  # qualified names
+            assert answer["tool"]["name"] == expected[0].name
             assert 0 < answer["probability"] <= 1 and answer["rationale"] == ""
             assert answer["tool"]["parameters"] == expected[0].tool.parameters
             assert -1 <= answer["cosine"] <= 1
