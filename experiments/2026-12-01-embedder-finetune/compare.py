@@ -35,7 +35,9 @@ from autotool.select import SHIPPED_POLICY, select_steps
 DEPTH = 10
 
 
-def hits_of(bank, policy, steps, inputs, batch_size) -> tuple[dict[str, list[float]], dict[str, float]]:
+def hits_of(
+    bank, policy, steps, inputs, batch_size, modes=("fast",)
+) -> tuple[dict[str, list[float]], dict[str, float]]:
     hits, seconds = {}, {}
     for method in ("bm25", "dense", "hybrid"):
         row = []
@@ -44,13 +46,14 @@ def hits_of(bank, policy, steps, inputs, batch_size) -> tuple[dict[str, list[flo
             found = [h for h in found if h.name not in item.exclude][:DEPTH]
             row.append(selection_metrics([h.name for h in found], step.gold, [h.score for h in found])["hit@1"])
         hits[method] = row
-    began, row = time.perf_counter(), []
-    for start in range(0, len(inputs), batch_size):
-        chosen = select_steps(policy, bank, inputs[start : start + batch_size], k=DEPTH, mode="fast", arguments=False)
-        for selection, step in zip(chosen, steps[start : start + batch_size]):
-            ranking = [t.name for t, _ in selection.candidates]
-            row.append(selection_metrics(ranking, step.gold, [p for _, p in selection.candidates])["hit@1"])
-    hits["fast"], seconds["fast"] = row, round(time.perf_counter() - began, 1)
+    for mode in modes:
+        began, row = time.perf_counter(), []
+        for start in range(0, len(inputs), batch_size):
+            chosen = select_steps(policy, bank, inputs[start : start + batch_size], k=DEPTH, mode=mode, arguments=False)
+            for selection, step in zip(chosen, steps[start : start + batch_size]):
+                ranking = [t.name for t, _ in selection.candidates]
+                row.append(selection_metrics(ranking, step.gold, [p for _, p in selection.candidates])["hit@1"])
+        hits[mode], seconds[mode] = row, round(time.perf_counter() - began, 1)
     return hits, seconds
 
 
@@ -65,7 +68,7 @@ def repointed_policy(bank) -> Path:
     return folder
 
 
-def compare(spec: str, embedder: str, batch_size: int) -> dict:
+def compare(spec: str, embedder: str, batch_size: int, modes=("fast",)) -> dict:
     name, _, rest = spec.partition(":")
     split_name, _, limit = rest.partition(":")
     bench = load_benchmark(name)
@@ -78,28 +81,44 @@ def compare(spec: str, embedder: str, batch_size: int) -> dict:
         bank = benchmark_bank(bench, spec_embedder)
         seconds[f"{label} bank"] = round(time.perf_counter() - began, 1)
         inputs = [step_input(bank, s) for s in steps]
-        by_method, policy_seconds = hits_of(bank, Policy.load(SHIPPED_POLICY if label == "stock" else repointed_policy(bank), bank), steps, inputs, batch_size)
-        hits |= {f"{m}-{label}" if m != "bm25" else m: v for m, v in by_method.items() if m != "bm25" or label == "stock"}
-        seconds[f"{label} fast"] = policy_seconds["fast"]
+        policy = Policy.load(SHIPPED_POLICY if label == "stock" else repointed_policy(bank), bank)
+        by_method, policy_seconds = hits_of(bank, policy, steps, inputs, batch_size, modes)
+        hits |= {
+            f"{m}-{label}" if m != "bm25" else m: v for m, v in by_method.items() if m != "bm25" or label == "stock"
+        }
+        seconds |= {f"{label} {mode}": policy_seconds[mode] for mode in modes}
     means = {m: sum(v) / len(v) for m, v in hits.items()}
     best = max(("bm25", "dense-stock", "hybrid-stock"), key=means.get)
     paired = {f"{m} minus {best}": paired_bootstrap(hits[m], hits[best], groups=groups) for m in hits if m != best}
-    for method in ("dense", "hybrid", "fast"):
+    for method in ("dense", "hybrid", *modes):
         paired[f"{method}-tuned minus {method}-stock"] = paired_bootstrap(
             hits[f"{method}-tuned"], hits[f"{method}-stock"], groups=groups
         )
     print(f"{spec}: " + ", ".join(f"{m} {v:.3f}" for m, v in means.items()), flush=True)
-    return {"queries": len(queries), "steps": len(steps), "hit@1": means, "best_stock_baseline": best,
-            "paired": paired, "seconds": seconds, "per_step": hits, "query_ids": groups}
+    return {
+        "queries": len(queries),
+        "steps": len(steps),
+        "hit@1": means,
+        "best_stock_baseline": best,
+        "paired": paired,
+        "seconds": seconds,
+        "per_step": hits,
+        "query_ids": groups,
+    }
 
 
 def markdown(results: dict) -> str:
     lines = [f"Command: `{results['command']}`", ""]
     for spec, r in results["catalogs"].items():
         methods = list(r["hit@1"])
-        lines += [f"## {spec}: {r['queries']} queries, {r['steps']} steps", "",
-                  "| " + " | ".join(methods) + " |", "|" + "---:|" * len(methods),
-                  "| " + " | ".join(f"{r['hit@1'][m]:.3f}" for m in methods) + " |", ""]
+        lines += [
+            f"## {spec}: {r['queries']} queries, {r['steps']} steps",
+            "",
+            "| " + " | ".join(methods) + " |",
+            "|" + "---:|" * len(methods),
+            "| " + " | ".join(f"{r['hit@1'][m]:.3f}" for m in methods) + " |",
+            "",
+        ]
         lines += [f"- {k}: {p['mean']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}]" for k, p in r["paired"].items()]
         lines.append("")
     return "\n".join(lines)
@@ -109,13 +128,14 @@ def markdown(results: dict) -> str:
 @click.argument("catalogs", nargs=-1, required=True)
 @click.option("--embedder", required=True, help="The fine-tuned embedder (an adapter folder).")
 @click.option("--batch-size", default=16, show_default=True)
+@click.option("--modes", default="fast", show_default=True, help="Policy modes: fast, reason or fast,reason.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
-def main(catalogs, embedder, batch_size, out):
+def main(catalogs, embedder, batch_size, modes, out):
     started = time.time()
     results = {"command": "python " + " ".join(sys.argv), "embedder": embedder, "catalogs": {}}
     out.mkdir(parents=True, exist_ok=True)
     for spec in catalogs:
-        results["catalogs"][spec] = compare(spec, embedder, batch_size)
+        results["catalogs"][spec] = compare(spec, embedder, batch_size, tuple(modes.split(",")))
         results["wall_s"] = round(time.time() - started, 1)
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
         (out / "results.md").write_text(markdown(results))
