@@ -1,9 +1,15 @@
 """Helpers shared by tests (importable as `helpers`; pytest puts tests/ on the path)."""
 
 import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import faiss
+import pytest
 
 from toolbank import Tool, ToolBank
 
@@ -119,3 +125,32 @@ def tiny_catalog(folder: Path) -> Path:
     ]
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     return folder
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def http_server(argv: list[str], port: int, env: dict | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Start `argv`, an MCP server told to listen over streamable HTTP on loopback `port`; wait (60 s at most)
+    until it accepts connections, else fail the test with its stderr; yield (its /mcp URL, the process); stop it."""
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        process.kill()
+        pytest.fail(f"the HTTP server did not start: {process.communicate()[1][-2000:]}")
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", process
+    finally:
+        process.terminate()
+        process.wait(timeout=10)

@@ -5,13 +5,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
 import pytest
 from click.testing import CliRunner
-from helpers import ASSETS, weather_tools
+from helpers import ASSETS, free_port, weather_tools
+from helpers import http_server as serving
 from mcp import Client, StdioServerParameters
 
 from toolbank import HashEmbedder, ToolBank
@@ -221,35 +221,12 @@ def test_serve_over_stdio(served_bank, writable, selects):
         assert "translate_text" in ToolBank.load(served_bank.path, HashEmbedder(64))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def http_server(served_bank):
     """Our server over streamable HTTP on a free loopback port; yields its URL."""
-    port = _free_port()
-    process = subprocess.Popen(
-        serve_argv(served_bank, "--transport", "http", "--port", str(port)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail(f"the HTTP server did not start: {process.communicate()[1][-2000:]}")
-    yield f"http://127.0.0.1:{port}/mcp"
-    process.terminate()
-    process.wait(timeout=10)
+    port = free_port()
+    with serving(serve_argv(served_bank, "--transport", "http", "--port", str(port)), port) as (url, _):
+        yield url
 
 
 def test_serve_over_http(http_server, served_bank):
@@ -303,7 +280,7 @@ def test_load_eight_clients_over_http(tmp_path):
     bank.add([Tool(f"tool_{i}", f"Tool number {i} handles task {i % 97} for area {i % 13}", {}) for i in range(10_000)])
     queries = [f"handle task {i} in area {i % 13}" for i in range(50)]
     expected = {q: [h.tool.name for h in bank.search(q, k=5)] for q in queries}
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         serve_argv(bank, "--transport", "http", "--port", str(port)),
         stdout=subprocess.DEVNULL,

@@ -1,14 +1,12 @@
 """Import from, and call through to, an MCP server reached by its URL (streamable HTTP), a real subprocess."""
 
 import json
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import free_port, http_server
 
 from toolbank import ToolBank
 from toolbank.cli import main
@@ -17,31 +15,11 @@ from toolbank.mcp_import import MCPImportError, call_server_tool, list_server_to
 SERVER = Path(__file__).with_name("weather_mcp_server.py")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def weather_url():
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail(f"the weather server did not start: {process.communicate()[1][-2000:]}")
-    yield f"http://127.0.0.1:{port}/mcp"
-    process.terminate()
-    process.wait(timeout=10)
+    port = free_port()
+    with http_server([sys.executable, str(SERVER), "--http", str(port)], port) as (url, _):
+        yield url
 
 
 def test_list_tools_of_a_server_by_its_url(weather_url):
@@ -67,4 +45,4 @@ def test_import_by_url_records_it_and_calls_through(weather_url, tmp_path):
 
 def test_a_url_nobody_answers_is_a_clear_error():
     with pytest.raises(MCPImportError, match="MCP server `http://127.0.0.1:"):
-        list_server_tools(f"http://127.0.0.1:{_free_port()}/mcp", timeout=5)
+        list_server_tools(f"http://127.0.0.1:{free_port()}/mcp", timeout=5)

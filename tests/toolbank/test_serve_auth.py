@@ -3,17 +3,14 @@ requests without it get 401, and writes over MCP are logged with their client.""
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
 import anyio
 import pytest
 from click.testing import CliRunner
-from helpers import weather_tools
+from helpers import free_port, http_server, weather_tools
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -164,50 +161,27 @@ def test_bearer_middleware_in_process(served_bank):
         http_app(build_server(served_bank), "0.0.0.0", None)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def token_server(served_bank):
     """`toolbank serve --transport http --allow-write` on loopback with $AUTOTOOL_SERVE_TOKEN set (a token given
     is required on loopback too: the same checks a server beyond loopback makes); yields (url, process)."""
-    port = _free_port()
+    port = free_port()
     env = os.environ | {TOKEN_ENV: TOKEN}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolbank",
-            "--bank",
-            str(served_bank.path),
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            "--allow-write",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail(f"the HTTP server did not start: {process.communicate()[1][-2000:]}")
-    yield f"http://127.0.0.1:{port}/mcp", process
-    process.terminate()
-    process.wait(timeout=10)
+    argv = [
+        sys.executable,
+        "-m",
+        "toolbank",
+        "--bank",
+        str(served_bank.path),
+        "serve",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        "--allow-write",
+    ]
+    with http_server(argv, port, env) as (url, process):
+        yield url, process
 
 
 def _post(url: str, headers: dict) -> int:
