@@ -5,36 +5,18 @@ how far apart they end, and the cosine between their updates. `--make-catalog DI
     python experiments/2026-12-01-two-processes/compare.py TWO_RUN ONE_RUN
 """
 
-import json
 import sys
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
 
-TOOLS = {
-    "get_weather": "Current weather and temperature for a city.",
-    "get_forecast": "Weather forecast for the next days in a city.",
-    "pdf_to_text": "Convert a PDF document to plain text.",
-    "send_email": "Send an email message to a recipient.",
-    "translate": "Translate text from one language to another.",
-    "calculator": "Evaluate arithmetic expressions and formulas.",
-    "stock_price": "Latest stock price of a company.",
-    "news_search": "Search recent news articles on a topic.",
-}
+if sys.argv[1] == "--make-catalog":  # the tiny catalog of tests/training/test_phases.py
+    root = Path(__file__).parents[2]
+    sys.path[:0] = [str(root), str(root / "tests")]  # the packages first: tests/toolbank must not shadow toolbank
+    from helpers import tiny_catalog
 
-if sys.argv[1] == "--make-catalog":
-    folder = Path(sys.argv[2])
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tools.jsonl").write_text(
-        "".join(json.dumps({"name": n, "description": d, "parameters": {}}) + "\n" for n, d in TOOLS.items())
-    )
-    queries = [
-        {"id": f"{n}-{i}", "query": f"{d.lower()} please, case {i}", "gold_tools": [n], "gold_args": None}
-        for n, d in TOOLS.items()
-        for i in range(6)
-    ]
-    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    tiny_catalog(Path(sys.argv[2]))
     sys.exit(0)
 
 two, one = Path(sys.argv[1]), Path(sys.argv[2])
