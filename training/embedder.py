@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import numpy as np
 
 from autotool.benchmarks import TRAINING_CATALOGS, load_benchmark, load_split, training_record
 from training.cli import CommandError, doc_help, run
+from training.ship import commit
 
 ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of the BERT blocks
 
@@ -65,13 +65,6 @@ def triples(
         "tools": len(names),
     }
     return rows, record
-
-
-def _commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
 
 
 @click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
@@ -176,7 +169,7 @@ def main(out, catalogs, per_catalog, every_query, epochs, batch_size, lr, rank, 
         "train_loss": result.training_loss,
         "wall_s": round(wall, 1),
         "examples_per_s": round(len(rows) * epochs / wall, 2),
-        "commit": _commit(),
+        "commit": commit(),
     }
     for folder in (out, adapter):  # the adapter folder carries its provenance wherever it is copied
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
