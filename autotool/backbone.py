@@ -14,8 +14,6 @@ import os
 import shutil
 from pathlib import Path
 
-import torch
-
 from toolbank import autotool_home
 
 log = logging.getLogger(__name__)
@@ -69,6 +67,8 @@ def add_special_tokens(model, tokenizer) -> None:
         tokenizer.pad_token = tokenizer.eos_token
     if model.get_input_embeddings().weight.shape[0] < len(tokenizer):
         model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+        import torch
+
         weight = model.get_input_embeddings().weight
         with torch.no_grad():
             for token, ids in pieces.items():

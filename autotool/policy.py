@@ -24,24 +24,27 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
+import numpy as np
 
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
-from autotool.grammar import ArgumentGrammar, ConstrainedLogits
 from autotool.prompts import prompt, shared_prefix
-from autotool.selection import tool_scores
+from autotool.selection import ANCHORS, HEAD_KEYS, HeadValues, embedded
 from toolbank import ToolBank, atomic_path
+
+if TYPE_CHECKING:
+    import torch
+
+    from autotool.grammar import ArgumentGrammar
+    from autotool.head import AnchorHead
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-ANCHORS = ("residual", "pure")
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 
 
@@ -67,67 +70,6 @@ def reads_embeddings_of(manifest: dict, bank: ToolBank) -> bool:
     return bank.embedder_id in readable_embedders(manifest) and manifest["dim"] == bank.dim
 
 
-class AnchorHead(nn.Module):
-    """`e' = normalize(W h + a q + b r)` (residual) or `normalize(W h)` (pure), and the sharpness g."""
-
-    def __init__(self, hidden: int, dim: int, anchor: str = "residual", sharpness: float = 10.0):
-        super().__init__()
-        if anchor not in ANCHORS:
-            raise PolicyError(f"unknown anchor {anchor!r}; expected one of {', '.join(ANCHORS)}")
-        self.anchor = anchor
-        self.W = nn.Linear(hidden, dim, bias=False)
-        if anchor == "residual":
-            nn.init.zeros_(self.W.weight)
-        else:
-            nn.init.normal_(self.W.weight, std=1.0 / math.sqrt(hidden))
-        trainable_mix = anchor == "residual"
-        self.a = nn.Parameter(torch.tensor(1.0 if trainable_mix else 0.0), requires_grad=trainable_mix)
-        self.b = nn.Parameter(torch.tensor(0.0), requires_grad=trainable_mix)
-        self.log_g = nn.Parameter(torch.tensor(math.log(sharpness)))
-        # The lexical prior's weights (fitted, not trained): l at a first step, l_later after earlier calls.
-        self.register_buffer("lexical", torch.tensor(0.0))
-        self.register_buffer("lexical_later", torch.tensor(0.0))
-
-    @property
-    def uses_lexical(self) -> bool:
-        return bool(self.lexical != 0 or self.lexical_later != 0)
-
-    @property
-    def uses_hidden(self) -> bool:
-        """False while W is exactly zero: the LM's hidden state cannot change the anchor."""
-        return bool(self.W.weight.detach().abs().max() > 0)
-
-    def forward(
-        self, h: torch.Tensor | None, query: torch.Tensor, rationale: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """(batch, dim) unit anchors from h (batch, hidden) or None, query and rationale (batch, dim) embeddings."""
-        out = self.a * query
-        if h is not None:
-            out = out + self.W(nn.functional.normalize(h.to(self.W.weight.dtype), dim=-1))
-        if rationale is not None:
-            out = out + self.b * rationale
-        return nn.functional.normalize(out, dim=-1)
-
-    def logits(
-        self,
-        anchors: torch.Tensor,
-        tools: torch.Tensor,
-        lexical: torch.Tensor | None = None,
-        later: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """(batch, n_tools) `-g ||e' - e_k||^2` up to a per-row constant, i.e. `2 g e'.e_k` for unit vectors,
-        plus `2 g l lexical` when `lexical` (batch, n_tools), the normalised BM25 scores, is given; `later`
-        (batch,) bool marks the rows of steps after earlier calls, weighed by `l_later`."""
-        return self.sharpen(anchors @ tools.T, lexical, later)
-
-    def sharpen(
-        self, cosines: torch.Tensor, lexical: torch.Tensor | None = None, later: torch.Tensor | bool | None = None
-    ) -> torch.Tensor:
-        """Logits from cosines `e'.e_k` (n_tools,) or (batch, n_tools): `2 g tool_scores(...)`, with
-        `l_later` in the rows `later` marks (a bool, or one per row); without the prior when `lexical` is None."""
-        return 2.0 * self.log_g.exp() * tool_scores(cosines, lexical, self.lexical, self.lexical_later, later)
-
-
 class Policy:
     """Backbone (+ LoRA) and anchor head; see the module docstring."""
 
@@ -135,19 +77,45 @@ class Policy:
         self,
         model,
         tokenizer,
-        head: AnchorHead,
+        head: AnchorHead | None,
         backbone: str,
         embedder: str,
         dim: int,
         trained: bool = False,
         info: dict | None = None,
     ):
-        self._model, self._tokenizer, self.head = model, tokenizer, head
+        self._model, self._tokenizer, self._head = model, tokenizer, head
+        self._saved_head: tuple[dict[str, np.ndarray], str] | None = None  # a frozen load's (arrays, anchor)
+        self._saved_values: HeadValues | None = None
         self.backbone, self.embedder, self.dim = backbone, embedder, dim
         self.trained, self.info = trained, info or {}
         self._prefix_cache = None  # (ids, KV cache) of the prompts' shared start; see `prefix_cache`
         self._load_lm = None  # a frozen `Policy.load` reads the language model on first use (see `model`)
         self._argument_grammar = None
+
+    @property
+    def head(self) -> AnchorHead:
+        """The anchor head as PyTorch parameters (training, and `training.calibrate`, change it). A policy from
+        `Policy.load` builds it from the saved arrays on first use: choosing reads `head_values` instead."""
+        if self._head is None:
+            from autotool.head import AnchorHead
+
+            self._head = AnchorHead.from_state(*self._saved_head)
+        return self._head
+
+    @head.setter
+    def head(self, value: AnchorHead) -> None:
+        self._head = value
+
+    @property
+    def head_values(self) -> HeadValues:
+        """The head's current values, as choosing reads them (numpy; `autotool.selection`): the saved arrays of a
+        frozen load until something builds `head`, then the head's own."""
+        if self._head is None:
+            if self._saved_values is None:
+                self._saved_values = HeadValues.from_state(*self._saved_head)
+            return self._saved_values
+        return self._head.values()
 
     @property
     def model(self):
@@ -176,6 +144,8 @@ class Policy:
     def argument_grammar(self) -> ArgumentGrammar:
         """Builds the schema grammars the served path writes arguments through (made on first use)."""
         if self._argument_grammar is None:
+            from autotool.grammar import ArgumentGrammar
+
             self._argument_grammar = ArgumentGrammar(self.tokenizer)
         return self._argument_grammar
 
@@ -201,6 +171,8 @@ class Policy:
     ) -> Policy:
         """An untrained policy for `bank`'s embedding space: LoRA adapters at zero, W at zero."""
         from peft import LoraConfig, get_peft_model
+
+        from autotool.head import AnchorHead
 
         model, tokenizer = load_backbone(backbone)
         # The protocol's tokens are new to the backbone: their embedding rows train with the adapters.
@@ -256,7 +228,7 @@ class Policy:
         `trainable=True` leaves the adapter's parameters trainable (to resume or continue training). Otherwise
         the manifest and the anchor head are read now and the language model on first use (`model`).
         """
-        from safetensors.torch import load_file
+        from safetensors.numpy import load_file
 
         path = Path(path)
         try:
@@ -290,26 +262,37 @@ class Policy:
             model.eval()
             return model, tokenizer
 
-        head = AnchorHead(manifest["hidden"], manifest["dim"], manifest["anchor"])
+        if manifest.get("anchor") not in ANCHORS:
+            raise PolicyError(
+                f"{path / 'manifest.json'}: field 'anchor' is {manifest.get('anchor')!r}; expected one of "
+                f"{', '.join(ANCHORS)}"
+            )
         state = load_file(path / "anchor_head.safetensors")
         if version == 1:  # heads from before the lexical prior (none), or before l_later (one weight for every step)
-            state.setdefault("lexical", torch.tensor(0.0))
+            state.setdefault("lexical", np.array(0.0, dtype=np.float32))
             state.setdefault("lexical_later", state["lexical"])
-        missing = sorted(set(head.state_dict()) - set(state))
+        missing = sorted(set(HEAD_KEYS) - set(state))
         if missing:
             raise PolicyError(
                 f"{path / 'anchor_head.safetensors'} lacks {', '.join(missing)} (format version {version})"
             )
-        head.load_state_dict(state)
+        expected = (manifest["dim"], manifest["hidden"])
+        if state["W.weight"].shape != expected:
+            raise PolicyError(
+                f"{path / 'anchor_head.safetensors'}: W.weight has shape {state['W.weight'].shape}; the manifest "
+                f"says (dim, hidden) = {expected}"
+            )
         info = {
             k: v
             for k, v in manifest.items()
             if k not in ("format_version", "backbone", "embedder", "dim", "anchor", "hidden")
         }
-        policy = cls(None, None, head, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
+        policy = cls(None, None, None, manifest["backbone"], manifest["embedder"], manifest["dim"], True, info)
+        policy._saved_head = ({key: state[key] for key in HEAD_KEYS}, manifest["anchor"])
         policy._load_lm = load_lm
         if trainable:
             policy.model  # noqa: B018 - loads it: training needs it at once
+            policy.head  # noqa: B018 - and the head's parameters
         return policy
 
     @property
@@ -345,6 +328,8 @@ class Policy:
         A policy in training gets them taken out again afterwards, so its adapters keep their gradients; a
         frozen one keeps them folded (folding and unfolding cost ~0.2 s a call on a laptop CPU).
         """
+        import torch
+
         model = self.model
         if self.adapters_merged:
             yield
@@ -371,6 +356,8 @@ class Policy:
         """
         if not (self.frozen and self.adapters_merged):
             return None
+        import torch
+
         if self._prefix_cache is None:
             from transformers import DynamicCache
 
@@ -387,21 +374,23 @@ class Policy:
     def encode(self, text: str) -> torch.Tensor:
         return self.tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
 
-    @torch.inference_mode()
     def hidden_at_end(self, text: str) -> torch.Tensor:
         """(hidden,) last-layer hidden state at the last token of `text` (the `<tool_anchor>`)."""
+        import torch
+
         ids, cache = self.encode(text).to(self.device), None
-        if self.frozen:  # adapters folded in once, and the system prompt's keys and values reused
-            with self.merged():
-                cache = self.prefix_cache(ids)
-        start = 0 if cache is None else cache.get_seq_length()
-        out = self.model(
-            input_ids=ids[:, start:],
-            use_cache=cache is not None,
-            output_hidden_states=True,
-            logits_to_keep=1,
-            **self.cache_kwargs(cache),
-        )
+        with torch.inference_mode():
+            if self.frozen:  # adapters folded in once, and the system prompt's keys and values reused
+                with self.merged():
+                    cache = self.prefix_cache(ids)
+            start = 0 if cache is None else cache.get_seq_length()
+            out = self.model(
+                input_ids=ids[:, start:],
+                use_cache=cache is not None,
+                output_hidden_states=True,
+                logits_to_keep=1,
+                **self.cache_kwargs(cache),
+            )
         return out.hidden_states[-1][0, -1]
 
     def generate_ids(
@@ -416,6 +405,10 @@ class Policy:
         """Continue each prompt (token ids, left-padded into one batch); each result is cut after the special
         token `stop` (kept) or before eos. A single prompt of a frozen policy reuses the system prompt's cache.
         `constraints` gives each prompt a grammar matcher (`autotool.grammar`) or None (unconstrained)."""
+        import torch
+
+        from autotool.grammar import ConstrainedLogits
+
         tokenizer, stop_id = self.tokenizer, self.tokenizer.convert_tokens_to_ids(stop)
         pad, width = tokenizer.pad_token_id, max(len(p) for p in prompts)
         ids = torch.tensor([[pad] * (width - len(p)) + list(p) for p in prompts], device=self.device)
@@ -458,28 +451,24 @@ class Policy:
         embedder,
         queries: Sequence[str],
         rationales: Sequence[str],
-        hidden: torch.Tensor | None = None,
-        query_vectors: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+        hidden: torch.Tensor | np.ndarray | None = None,
+        query_vectors: np.ndarray | None = None,
+    ) -> np.ndarray:
         """(n, dim) unit anchors of n steps from their requests, rationales ("" for none: no rationale term) and
-        (n, hidden) hidden states at `<tool_anchor>` (None while W is zero). `query_vectors`: the requests'
-        embeddings when already made (`embed`)."""
+        (n, hidden) hidden states at `<tool_anchor>` (None while W is zero), from `head_values` (numpy).
+        `query_vectors`: the requests' embeddings when already made (`autotool.selection.embedded`)."""
         if query_vectors is None:
-            vectors = embed(embedder, list(queries) + list(rationales)).to(self.device)
+            vectors = embedded(embedder, list(queries) + list(rationales))
             query_vectors, rationale_vectors = vectors[: len(queries)], vectors[len(queries) :]
         else:
-            query_vectors, rationale_vectors = (
-                query_vectors.to(self.device),
-                embed(embedder, rationales).to(self.device),
-            )
-        with torch.no_grad():
-            return self.head(hidden, query_vectors, rationale_vectors)
+            rationale_vectors = embedded(embedder, rationales)
+        if hidden is not None and not isinstance(hidden, np.ndarray):
+            hidden = hidden.detach().float().cpu().numpy()
+        return self.head_values.anchors(hidden, query_vectors, rationale_vectors)
 
 
 def embed(embedder, texts: Sequence[str]) -> torch.Tensor:
-    """(n, dim) embeddings of `texts` with a bank's embedder; an empty text embeds as zeros."""
-    out = torch.zeros(len(texts), embedder.dim)
-    present = [i for i, t in enumerate(texts) if t.strip()]
-    if present:
-        out[present] = torch.from_numpy(embedder.encode([texts[i] for i in present]))
-    return out
+    """`autotool.selection.embedded` as a tensor, for training."""
+    import torch
+
+    return torch.from_numpy(embedded(embedder, texts))

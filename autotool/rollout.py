@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 import torch
 
 from autotool.calls import CallError, parse_call
+from autotool.head import ToolTable, table_logits
 from autotool.policy import Policy, embed
 from autotool.prompts import TokenBudget, prompt
-from autotool.selection import StepInput, ToolTable, table_logits
+from autotool.selection import StepInput
 
 TRAINING_BUDGET = TokenBudget(call=64)  # a rollout writes the whole call, name included
 
@@ -182,7 +183,7 @@ def think(
 def hidden_at_anchor(policy: Policy, heads: Sequence[list[int]]) -> torch.Tensor | None:
     """(n, hidden) last-layer states at the last token of each sequence (its `<tool_anchor>`); None while the
     head's W is zero (the state cannot move the anchor)."""
-    if not policy.head.uses_hidden:
+    if not policy.head_values.uses_hidden:
         return None
     with torch.inference_mode():
         hidden, mask = decoder_hidden(policy, heads)

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotool.calls import checked_arguments, parse_arguments
-from autotool.policy import Policy, embed, readable_embedders, reads_embeddings_of
+from autotool.policy import Policy, readable_embedders, reads_embeddings_of
 from autotool.prompts import MAX_QUERY_CHARS, StepRecord, TokenBudget, call_prefix, history, tool_card
-from autotool.rollout import decode, hidden_at_anchor, prompt_ids, think
-from autotool.selection import DEFAULT_TOP_K, StepInput, candidates
+from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
 from toolbank.tool import FORMATS
 
@@ -173,26 +172,24 @@ def select_steps(
     tags = (tags,) if isinstance(tags, str) else tuple(tags)
     if len(bank) == 0:
         raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
-    if mode == "fast" and not arguments and not policy.head.uses_hidden:
-        rationales, heads = [""] * len(steps), None  # nothing the language model reads or writes moves the choice
+    if mode == "fast" and not arguments and not policy.head_values.uses_hidden:
+        # Nothing the language model reads or writes moves the choice: neither it nor PyTorch is loaded.
+        rationales, heads, hidden = [""] * len(steps), None, None
     else:
+        from autotool.rollout import hidden_at_anchor, prompt_ids, think
+
         prompts = [prompt_ids(policy, s) for s in steps]
         _, _, rationales, heads = think(policy, prompts, mode, budget.rationale)
+        hidden = hidden_at_anchor(policy, heads)
     min_cosine = fitted_min_cosine(bank) if min_cosine is None else min_cosine
-    queries = embed(bank.embedder, [s.query for s in steps])
-    anchors = policy.anchors(
-        bank.embedder,
-        [s.query for s in steps],
-        rationales,
-        None if heads is None else hidden_at_anchor(policy, heads),
-        query_vectors=queries,
-    )
+    queries = embedded(bank.embedder, [s.query for s in steps])
+    anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales, hidden, query_vectors=queries)
     selections = []
     for step, rationale, ranked, query in zip(
         steps,
         rationales,
-        candidates(policy.head, bank, anchors, steps, max(top_k, k), namespace, tags),
-        queries.numpy(),
+        candidates(policy.head_values, bank, anchors, steps, max(top_k, k), namespace, tags),
+        queries,
     ):
         if not ranked:
             raise ValueError(
@@ -240,6 +237,8 @@ def fill_arguments(
     them unconstrained). A value that only repeats its parameter's description or name is left out, as
     missing (`calls.copied_values`). A try that still fails the schema (it ran out of tokens, or the schema
     has a form the grammar cannot express) is retried once, with the errors shown."""
+    from autotool.rollout import decode
+
     call_end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
 
     def attempt(todo: list[int], starts: list[list[int]]) -> list[list[int]]:

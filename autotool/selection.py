@@ -9,23 +9,27 @@ calls; both 0 unless calibrated). Tools that earlier steps of the task called ar
 Served (`top_k` set, the default 64): the candidates are the `top_k` tools by `e'.e_k` and, when the head
 has a lexical prior, the `top_k` by BM25; the softmax runs over them, and a candidate outside the BM25 top-K
 counts `bm25 = 0` (its score is not looked up). `top_k=None` gives every tool, the
-exact distribution that training back-propagates through (`table_logits`). `select_tool`, the evaluation
-and `ToolTable` all come here, so every figure measured is the distribution a user gets.
+exact distribution that training back-propagates through (`autotool.head.table_logits`). `select_tool`, the
+evaluation and a `ToolTable` all come here, so every figure measured is the distribution a user gets.
+
+Choosing needs no gradients, so this module is numpy: it reads the head's values (`HeadValues`), and a process
+that only chooses (`autotool select --mode fast`) never imports PyTorch. Training computes the same
+distribution in PyTorch (autotool/head.py); tests/autotool/test_selection.py holds the two equal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from autotool.prompts import tool_card
 from toolbank import Tool, ToolBank
-from toolbank.search import BM25Index
 
 DEFAULT_TOP_K = 64
+ANCHORS = ("residual", "pure")
+HEAD_KEYS = ("W.weight", "a", "b", "log_g", "lexical", "lexical_later")  # anchor_head.safetensors
 
 
 @dataclass
@@ -50,129 +54,139 @@ class Candidate:
     cosine: float
 
 
+def unit(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 (as `torch.nn.functional.normalize`: a zero row stays zero)."""
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
+@dataclass(frozen=True)
+class HeadValues:
+    """The anchor head's values, as choosing reads them: `e' = normalize(W h + a q + b r)` (the pure anchor has
+    a = b = 0) and the logits `2 g (e'.e_k + l bm25_k)`, with `l_later` at a step after earlier calls.
+    `autotool.head.AnchorHead` holds the same values as parameters, for training."""
+
+    anchor: str
+    W: np.ndarray  # (dim, hidden)
+    a: float
+    b: float
+    g: float
+    lexical: float = 0.0
+    lexical_later: float = 0.0
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, np.ndarray], anchor: str) -> HeadValues:
+        """From a saved head's arrays (`HEAD_KEYS`)."""
+        return cls(
+            anchor,
+            np.asarray(state["W.weight"], dtype=np.float32),
+            float(state["a"]),
+            float(state["b"]),
+            math.exp(float(state["log_g"])),
+            float(state["lexical"]),
+            float(state["lexical_later"]),
+        )
+
+    @property
+    def uses_lexical(self) -> bool:
+        return self.lexical != 0 or self.lexical_later != 0
+
+    @property
+    def uses_hidden(self) -> bool:
+        """False while W is exactly zero: the LM's hidden state cannot change the anchor."""
+        return bool(np.abs(self.W).max() > 0)
+
+    def anchors(self, hidden: np.ndarray | None, queries: np.ndarray, rationales: np.ndarray | None) -> np.ndarray:
+        """(n, dim) unit anchors from (n, hidden) states at `<tool_anchor>` (None: no W term), and the requests'
+        and rationales' (n, dim) embeddings (a rationale of zeros, or None: no rationale term)."""
+        out = np.float32(self.a) * queries
+        if hidden is not None:
+            out = out + unit(np.asarray(hidden, dtype=np.float32)) @ self.W.T
+        if rationales is not None:
+            out = out + np.float32(self.b) * rationales
+        return unit(out.astype(np.float32))
+
+    def logits(self, cosines: np.ndarray, lexical: np.ndarray | None = None, later: bool = False) -> np.ndarray:
+        """Logits of one step's candidates from their cosines `e'.e_k` and normalised BM25 scores (or None)."""
+        scores = (
+            cosines
+            if lexical is None
+            else cosines + np.float32(self.lexical_later if later else self.lexical) * lexical
+        )
+        return np.float32(2.0 * self.g) * scores
+
+
+def embedded(embedder, texts: Sequence[str]) -> np.ndarray:
+    """(n, dim) float32 embeddings of `texts` with a bank's embedder; an empty text embeds as zeros."""
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    present = [i for i, t in enumerate(texts) if t.strip()]
+    if present:
+        out[present] = embedder.encode([texts[i] for i in present])
+    return out
+
+
 def normalised_bm25(scores: np.ndarray) -> np.ndarray:
     """BM25 scores over the best one's (0..1); all zeros when no tool matches."""
     best = float(scores.max()) if len(scores) else 0.0
     return scores / best if best > 0 else np.zeros_like(scores)
 
 
-def tool_scores(
-    cosines: torch.Tensor, lexical: torch.Tensor | None, weight, later_weight, later: torch.Tensor | bool | None = None
-) -> torch.Tensor:
-    """`e'.e_k + l bm25_k` from cosines (n_tools,) or (batch, n_tools) and normalised BM25 scores of the same
-    shape; `later_weight` in the rows that `later` (a bool, or one per row) marks. The logits are `2 g` times
-    this; without `lexical` it is the cosines."""
-    if lexical is None:
-        return cosines
-    later = torch.as_tensor(False if later is None else later, device=cosines.device)
-    w = torch.where(
-        later, torch.as_tensor(later_weight, device=cosines.device), torch.as_tensor(weight, device=cosines.device)
-    )
-    return cosines + (w[:, None] if w.dim() else w).to(cosines) * lexical.to(cosines)
-
-
-@dataclass
-class ToolTable:
-    """The tools a policy chooses among, with their embeddings (the bank's, frozen) and the bank's embedder."""
-
-    tools: list[Tool]
-    vectors: torch.Tensor  # (n, dim), unit rows
-    embedder: object
-
-    @classmethod
-    def from_bank(cls, bank: ToolBank, names: Sequence[str] | None = None) -> ToolTable:
-        """The tools `names` (as `bank.get` takes them), or every tool sorted by name, then namespace (the order
-        of a bank whose names are unique is the same as by name alone)."""
-        if names is None:
-            names = [t.qualified_name for t in sorted(bank, key=lambda t: (t.name, t.namespace or ""))]
-        names = list(names)
-        return cls(
-            [bank.get(n) for n in names], torch.from_numpy(np.ascontiguousarray(bank.vectors(names))), bank.embedder
-        )
-
-    def __post_init__(self):
-        self.index = {t.qualified_name: i for i, t in enumerate(self.tools)}
-        self.cards = [tool_card(t) for t in self.tools]
-        self._bm25: BM25Index | None = None
-
-    def lexical(self, queries: Sequence[str]) -> torch.Tensor:
-        """(n, n_tools) normalised BM25 score of each query against each tool's text."""
-        if self._bm25 is None:
-            self._bm25 = BM25Index(list(range(len(self.tools))), [t.text for t in self.tools])
-        return torch.from_numpy(np.stack([normalised_bm25(self._bm25.scores(q)) for q in queries]))
-
-    def excluded(self, steps: Sequence[StepInput]) -> torch.Tensor:
-        """(n, n_tools) bool: the tools each step may not choose again."""
-        out = torch.zeros(len(steps), len(self.tools), dtype=torch.bool)
-        for row, step in enumerate(steps):
-            out[row, [self.index[name] for name in step.exclude if name in self.index]] = True
-        return out
-
-    def __len__(self) -> int:
-        return len(self.tools)
-
-
-def table_logits(head, table: ToolTable, anchors: torch.Tensor, steps: Sequence[StepInput]) -> torch.Tensor:
-    """(batch, n_tools) logits of `p(t | e')` over every tool of `table` (with gradients through `anchors` and
-    the head); excluded tools at -inf."""
-    lexical = table.lexical([s.query for s in steps]) if head.uses_lexical else None
-    later = torch.tensor([s.later for s in steps], device=anchors.device)
-    logits = head.logits(anchors, table.vectors.to(anchors.device), lexical, later)
-    return logits.masked_fill(table.excluded(steps).to(anchors.device), float("-inf"))
-
-
 def candidates(
-    head,
-    tools: ToolBank | ToolTable,
-    anchors: np.ndarray | torch.Tensor,
+    head: HeadValues,
+    tools,
+    anchors: np.ndarray,
     steps: Sequence[StepInput],
     top_k: int | None = DEFAULT_TOP_K,
     namespace: str | tuple[str, ...] | None = None,
     tags: Sequence[str] = (),
 ) -> list[list[Candidate]]:
     """For each step's unit anchor (rows of `anchors`), its candidates with their selection probabilities,
-    best first (ties: the order of `tools`, the bank's dense order). `namespace`: one, several (a tuple), or
-    None for every tool; `tags`: only tools carrying all of them. See the module docstring."""
+    best first (ties: the order of `tools`, the bank's dense order). `tools` is a `ToolBank` or an
+    `autotool.head.ToolTable`. `namespace`: one, several (a tuple), or None for every tool; `tags`: only tools
+    carrying all of them. See the module docstring."""
     if top_k is not None and top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
-    anchors = torch.as_tensor(np.asarray(anchors, dtype=np.float32) if not torch.is_tensor(anchors) else anchors)
-    if isinstance(tools, ToolTable):
+    anchors = np.asarray(anchors, dtype=np.float32)
+    if not isinstance(tools, ToolBank):
         if namespace is not None or tags:
             raise ValueError("a ToolTable has no namespaces or tags; filter its tools instead")
         return _table_candidates(head, tools, anchors, steps, top_k)
     return [
-        _bank_candidates(head, tools, anchor.numpy(), step, top_k, namespace, tuple(tags))
+        _bank_candidates(head, tools, anchor, step, top_k, namespace, tuple(tags))
         for anchor, step in zip(anchors, steps)
     ]
 
 
-def _ranked(
-    head, tools: list[Tool], cosines: torch.Tensor, lexical: torch.Tensor | None, later: bool
-) -> list[Candidate]:
-    with torch.no_grad():
-        probs = torch.softmax(head.sharpen(cosines, lexical, later), dim=0)
-    order = torch.argsort(probs, descending=True, stable=True).tolist()
-    return [Candidate(tools[i], float(probs[i]), float(cosines[i])) for i in order]
+def _descending(values: np.ndarray) -> np.ndarray:
+    """Indices that sort `values` from the largest, ties in their order."""
+    return np.argsort(-values, kind="stable")
+
+
+def _ranked(head: HeadValues, tools: list[Tool], cosines: np.ndarray, lexical: np.ndarray | None, later: bool):
+    logits = head.logits(cosines, lexical, later).astype(np.float64)
+    probs = np.exp(logits - logits.max())
+    probs = (probs / probs.sum()).astype(np.float32)
+    return [Candidate(tools[i], float(probs[i]), float(cosines[i])) for i in _descending(probs).tolist()]
 
 
 def _table_candidates(
-    head, table: ToolTable, anchors: torch.Tensor, steps: Sequence[StepInput], top_k: int | None
+    head: HeadValues, table, anchors: np.ndarray, steps: Sequence[StepInput], top_k: int | None
 ) -> list[list[Candidate]]:
-    cosines = anchors.to(table.vectors) @ table.vectors.T  # (n, n_tools)
-    lexical = table.lexical([s.query for s in steps]) if head.uses_lexical else None
-    excluded = table.excluded(steps)
+    vectors = table.vectors.numpy()
+    cosines = anchors @ vectors.T  # (n, n_tools)
+    lexical = table.lexical([s.query for s in steps]).numpy().astype(np.float32) if head.uses_lexical else None
+    excluded = table.excluded(steps).numpy()
     out = []
     for row, step in enumerate(steps):
-        allowed = (~excluded[row]).nonzero()[:, 0]
+        allowed = np.flatnonzero(~excluded[row])
         keep = allowed
         if top_k is not None:
-            by_cosine = allowed[torch.argsort(cosines[row, allowed], descending=True, stable=True)[:top_k]]
+            by_cosine = allowed[_descending(cosines[row, allowed])[:top_k]]
             keep = by_cosine
             if lexical is not None:
                 matching = allowed[lexical[row, allowed] > 0]
-                by_bm25 = matching[torch.argsort(lexical[row, matching], descending=True, stable=True)[:top_k]]
-                keep = torch.cat([by_cosine, by_bm25[~torch.isin(by_bm25, by_cosine)]])
-                prior = torch.where(torch.isin(keep, by_bm25), lexical[row, keep], 0.0)
+                by_bm25 = matching[_descending(lexical[row, matching])[:top_k]]
+                keep = np.concatenate([by_cosine, by_bm25[~np.isin(by_bm25, by_cosine)]])
+                prior = np.where(np.isin(keep, by_bm25), lexical[row, keep], np.float32(0.0))
         elif lexical is not None:
             prior = lexical[row, keep]
         out.append(
@@ -188,7 +202,7 @@ def _table_candidates(
 
 
 def _bank_candidates(
-    head,
+    head: HeadValues,
     bank: ToolBank,
     anchor: np.ndarray,
     step: StepInput,
@@ -219,7 +233,7 @@ def _bank_candidates(
     return _ranked(
         head,
         [tools[n] for n in names],
-        torch.tensor([cosine[n] for n in names]),
-        torch.tensor([lexical.get(n, 0.0) for n in names]) if lexical else None,
+        np.array([cosine[n] for n in names], dtype=np.float32),
+        np.array([lexical.get(n, 0.0) for n in names], dtype=np.float32) if lexical else None,
         step.later,
     )

@@ -42,10 +42,10 @@ from autotool.benchmarks import (
     step_input,
     steps_of,
 )
+from autotool.head import ToolTable, tool_scores
 from autotool.policy import Policy, PolicyError, embed
 from autotool.prompts import TokenBudget
 from autotool.rollout import hidden_at_anchor, prompt_ids, think
-from autotool.selection import ToolTable, tool_scores
 from toolbank import atomic_write
 from training.cli import CommandError, doc_help, run
 

@@ -155,7 +155,7 @@ def grpo_backward(
         share = len(part) / total
         backward(out["loss"] * share)
         for key in ("loss", "kl", "tool_kl"):
-            sums[key] += float(out[key]) * share
+            sums[key] += float(out[key].detach()) * share
         sums["clipped"] += float(out["clipped"]) * float(mask.sum())
         tokens += float(mask.sum())
     sums["clipped"] /= max(tokens, 1.0)

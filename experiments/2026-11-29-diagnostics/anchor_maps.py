@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from autotool.benchmarks import benchmark_bank, load_benchmark, load_split, select_queries, steps_of
+from autotool.head import ToolTable
 from autotool.policy import embed
-from autotool.selection import ToolTable
 
 
 def features(bench_name: str, split_name: str, table: ToolTable, bench, split):

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 
 from autotool.benchmarks import benchmark_bank, load_benchmark
+from autotool.head import ToolTable
 from autotool.metrics import paired_bootstrap
 from autotool.policy import embed
-from autotool.selection import ToolTable
 from training import calibrate
 from training.calibrate import ValSteps
 

@@ -35,7 +35,7 @@ def test_fast_choice_without_the_language_model_ranks_as_the_full_path(bank, sav
     lazy = Policy.load(saved_policy, bank)
     full = Policy.load(saved_policy, bank)
     full.warm()
-    assert not lazy.head.uses_hidden and not lazy.lm_loaded and full.lm_loaded
+    assert not lazy.head_values.uses_hidden and not lazy.lm_loaded and full.lm_loaded
     assert full.adapters_merged and full._prefix_cache is not None  # warm: ready to generate
     for query in QUERIES:
         got = select_tool(query, bank=bank, policy=lazy, k=4, mode="fast", arguments=False)
@@ -44,7 +44,7 @@ def test_fast_choice_without_the_language_model_ranks_as_the_full_path(bank, sav
         step = StepInput(query)
         _, _, rationales, heads = think(full, [prompt_ids(full, step)], "fast", 32)
         anchors = full.anchors(bank.embedder, [query], rationales, hidden_at_anchor(full, heads))
-        ranked = candidates(full.head, bank, anchors, [step], 64)[0]
+        ranked = candidates(full.head_values, bank, anchors, [step], 64)[0]
         assert [(t.name, p) for t, p in got.candidates] == [(c.tool.name, c.probability) for c in ranked[:4]]
         assert got.tool.name == ranked[0].tool.name and got.rationale == rationales[0] == ""
         assert [
@@ -64,7 +64,7 @@ def test_cli_fast_select_imports_no_language_model_library(bank, saved_policy):
     code = (
         "import sys; from autotool.cli import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-        "print('MODULES', sorted({m.split('.')[0] for m in sys.modules} & {'transformers', 'peft', 'sentence_transformers', 'accelerate'}))"
+        "print('MODULES', sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers', 'peft', 'sentence_transformers', 'accelerate'}))"
     )
     argv = ["select", QUERIES[0], "--mode", "fast", "--bank", str(bank.path), "--policy", str(saved_policy), "--json"]
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True)

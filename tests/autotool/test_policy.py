@@ -222,7 +222,8 @@ def test_save_load_round_trip(bank, policy, tmp_path):
         loaded.anchors(bank.embedder, ["weather"], ["rain"], h2[None]),
         atol=1e-6,
     )
-    assert loaded.head.uses_hidden and loaded.trained and loaded.head.lexical.item() == pytest.approx(0.2)
+    assert loaded.head_values.uses_hidden and loaded.head_values.lexical == pytest.approx(0.2) and loaded.trained
+    assert loaded.head.uses_hidden and loaded.head.lexical.item() == pytest.approx(0.2)
 
 
 def test_frozen_policy_keeps_adapters_merged_and_reuses_the_system_prompt_cache(bank, policy, tmp_path):
@@ -277,7 +278,7 @@ def test_pure_anchor_uses_the_hidden_state(bank):
     pure = Policy.create(bank, backbone=TINY, anchor="pure")
     assert pure.head.uses_hidden and float(pure.head.a) == 0.0
     h = pure.hidden_at_end("<think>x</think><tool_anchor>")
-    (anchor,) = pure.anchors(bank.embedder, ["weather"], [""], h[None]).numpy()
+    (anchor,) = pure.anchors(bank.embedder, ["weather"], [""], h[None])
     assert np.linalg.norm(anchor) == pytest.approx(1.0, abs=1e-5)
     assert not np.allclose(anchor, bank.embedder.encode(["weather"])[0], atol=1e-3)
 

@@ -4,13 +4,15 @@ autotool/selection.py, so what the evaluation measures is what a user gets."""
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from helpers import ASSETS
 
 from autotool import Policy, select_tool
 from autotool.benchmarks import Benchmark, Query, step_input, steps_of
-from autotool.selection import StepInput, ToolTable, candidates
+from autotool.head import ToolTable
+from autotool.selection import StepInput, candidates
 from eval.methods import METHODS, EvalContext
 from toolbank import HashEmbedder, Tool, ToolBank
 
@@ -92,28 +94,52 @@ def test_a_tool_table_and_a_bank_give_the_same_candidates(bank, policy):
     table = ToolTable.from_bank(bank)
     steps = [StepInput(q) for q in QUERIES] + [StepInput(QUERIES[0], ("earlier step",), ("tool_001", "tool_002"))]
     torch.manual_seed(1)  # anchors with no exact ties: the index may order tied tools either way
-    anchors = torch.nn.functional.normalize(torch.randn(len(steps), bank.dim), dim=-1)
+    anchors = torch.nn.functional.normalize(torch.randn(len(steps), bank.dim), dim=-1).numpy()
     for top_k in (TOP_K, None):
         for from_bank, from_table in zip(
-            candidates(policy.head, bank, anchors, steps, top_k), candidates(policy.head, table, anchors, steps, top_k)
+            candidates(policy.head_values, bank, anchors, steps, top_k),
+            candidates(policy.head_values, table, anchors, steps, top_k),
         ):
             assert [c.tool.name for c in from_bank] == [c.tool.name for c in from_table]
             assert [c.probability for c in from_bank] == pytest.approx([c.probability for c in from_table], abs=1e-5)
-    excluded = candidates(policy.head, bank, anchors[-1:], steps[-1:], TOP_K)[0]
+    excluded = candidates(policy.head_values, bank, anchors[-1:], steps[-1:], TOP_K)[0]
     assert not {"tool_001", "tool_002"} & {c.tool.name for c in excluded}
 
 
 def test_without_top_k_the_distribution_is_the_one_training_differentiates(bank, policy):
-    from autotool.selection import table_logits
+    from autotool.head import table_logits
 
     table = ToolTable.from_bank(bank)
     steps = [step_input(bank, s) for s in steps_of(Query("x", QUERIES[1], ("tool_000",), None))]
     anchors = policy.anchors(bank.embedder, [s.query for s in steps], [""])
     with torch.no_grad():
-        probs = torch.softmax(table_logits(policy.head, table, anchors, steps), dim=-1)[0]
-    ranked = candidates(policy.head, table, anchors, steps, top_k=None)[0]
+        probs = torch.softmax(table_logits(policy.head, table, torch.from_numpy(anchors), steps), dim=-1)[0]
+    ranked = candidates(policy.head_values, table, anchors, steps, top_k=None)[0]
     assert len(ranked) == len(table)
     assert [c.probability for c in ranked] == pytest.approx([float(probs[table.index[c.tool.name]]) for c in ranked])
+
+
+def test_choosing_reads_the_values_training_differentiates(bank, policy):
+    """The served anchor and logits (numpy, `HeadValues`) are the training head's (PyTorch), every term in use."""
+    torch.manual_seed(2)
+    hidden = torch.randn(3, policy.head.W.in_features)
+    queries = torch.nn.functional.normalize(torch.randn(3, bank.dim), dim=-1)
+    rationales = torch.nn.functional.normalize(torch.randn(3, bank.dim), dim=-1)
+    rationales[1] = 0  # a step without a rationale
+    values = policy.head_values
+    assert values.uses_hidden and values.uses_lexical and values.b == pytest.approx(0.5)
+    with torch.no_grad():
+        trained = policy.head(hidden, queries, rationales)
+    served = values.anchors(hidden.numpy(), queries.numpy(), rationales.numpy())
+    np.testing.assert_allclose(served, trained.numpy(), atol=1e-6)
+    cosines, lexical = torch.rand(5) * 2 - 1, torch.rand(5)
+    for later in (False, True):
+        with torch.no_grad():
+            expected = policy.head.sharpen(cosines, lexical, later).numpy()
+        np.testing.assert_allclose(values.logits(cosines.numpy(), lexical.numpy(), later), expected, rtol=1e-6)
+    assert not np.allclose(
+        values.logits(cosines.numpy(), lexical.numpy(), True), values.logits(cosines.numpy(), lexical.numpy(), False)
+    )
 
 
 @pytest.mark.parametrize("k, top_k", [(0, 64), (-1, 64), (5, 0), (True, 64)])
