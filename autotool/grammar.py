@@ -23,6 +23,7 @@ import torch
 
 # How the JSON is laid out (llguidance's JSON compile options, given in the schema's "x-guidance").
 LAYOUT = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
+RETRY_ITEMS = 2  # the most items an array holds in a retry that ran out of tokens (`tightened`)
 
 
 def closed(schema: dict) -> dict:
@@ -40,6 +41,96 @@ def closed(schema: dict) -> dict:
         return node
 
     return close(copy.deepcopy(schema))
+
+
+def _literal_class(char: str) -> str:
+    """A regex class matching `char` in either case (llguidance reads Rust regex syntax; `\\x{..}` escapes
+    every character that is not a letter or digit)."""
+    forms = sorted({char, char.lower(), char.upper()})
+    return "[" + "".join(f if f.isalnum() else f"\\x{{{ord(f):X}}}" for f in forms) + "]"
+
+
+def excluding(texts, prefix: int = 16) -> str:
+    """An anchored regex for every string except `texts` (ignoring case) and, for a text longer than `prefix`
+    characters, except every string that starts with its first `prefix` (a value that begins by copying a
+    description). Flat, one alternative per node of the texts' trie (llguidance nests at most 250 groups): the
+    node's prefix alone where no text ends there, or the prefix followed by a character no text continues
+    with."""
+    trie: dict = {}
+    for text in {t.casefold() for t in texts if t}:
+        node = trie
+        for char in text[:prefix]:
+            node = node.setdefault(char, {})
+        node["" if len(text) <= prefix else "blocked"] = {}
+
+    ways = []
+
+    def walk(node: dict, path: str) -> None:
+        if "blocked" in node:
+            return
+        chars = [c for c in node if c]
+        if "" not in node:
+            ways.append(path)
+        others = "".join(_literal_class(c)[1:-1] for c in chars)
+        ways.append(path + (f"[^{others}][\\s\\S]*" if others else "[\\s\\S]+"))
+        for char in chars:
+            walk(node[char], path + _literal_class(char))
+
+    walk(trie, "")
+    return "^(" + "|".join(ways) + ")$"
+
+
+def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None) -> dict:
+    """A copy of the tool's `schema` for a retry, forbidding what made the first try fail: at each key of
+    `copied` a string property may not be any of the listed texts (the value written, the parameter's name,
+    title and description); with `max_chars` (what the token budget leaves: a try can run out of tokens),
+    strings, numbers and arrays are bounded so that the object's inside fits in that many characters where
+    its keys leave room (a token is at least one character; enums, whose values are fixed, are not counted)."""
+    schema = copy.deepcopy(schema or {})
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    for key, texts in copied.items():
+        spec = properties.get(key)
+        if isinstance(spec, dict) and spec.get("type") == "string" and "pattern" not in spec and "enum" not in spec:
+            spec["pattern"] = excluding([*texts, key, str(spec.get("title", "")), str(spec.get("description", ""))])
+    if max_chars is None:
+        return schema
+    values, spare = [], max_chars  # (node, how many times it can occur); characters left for the values
+
+    def collect(node, times: int) -> None:
+        nonlocal spare
+        if isinstance(node, list):
+            for value in node:
+                collect(value, times)
+            return
+        if not isinstance(node, dict):
+            return
+        kind = node.get("type")
+        if isinstance(node.get("properties"), dict):
+            spare -= times * sum(len(str(key)) + 6 for key in node["properties"])  # '"key": ' and ', '
+        if kind in ("string", "integer", "number") and "enum" not in node and "const" not in node:
+            values.append((node, times))
+            spare -= 2 * times if kind == "string" else 0  # the quotes
+        if kind == "array":
+            cap = max(RETRY_ITEMS, int(node.get("minItems", 0)))
+            node["maxItems"] = min(int(node.get("maxItems", cap)), cap)
+            spare -= times * (2 + 2 * node["maxItems"])  # brackets and separators
+        for key, value in node.items():
+            if key not in ("enum", "const", "default", "examples"):
+                collect(value, times * node["maxItems"] if kind == "array" and key == "items" else times)
+
+    collect(schema, 1)
+    each = max(4, spare // max(1, sum(times for _, times in values)))
+    for node, _ in values:
+        if node["type"] == "string":
+            cap = max(each, int(node.get("minLength", 0)))
+            node["maxLength"] = min(int(node.get("maxLength", cap)), cap)
+        else:  # digits that fit with a sign (and for a number, a point and three decimals)
+            bound = 10 ** max(1, min(each - (5 if node["type"] == "number" else 1), 12)) - 1
+            node.setdefault("maximum", bound)
+            node.setdefault("minimum", -bound)
+            if node["type"] == "number":
+                node.setdefault("multipleOf", 0.001)
+    return schema
 
 
 def call_grammar(schema: dict) -> str:

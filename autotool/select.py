@@ -225,6 +225,15 @@ def select_steps(
     return selections
 
 
+def _matcher(policy: Policy, schema: dict, tool_schema: dict):
+    """The grammar matcher of `schema`; the tool's own when llguidance cannot build `schema` (a tightened one);
+    None when it cannot build either (written unconstrained, checked afterwards)."""
+    matcher, _ = policy.argument_grammar.matcher(schema)
+    if matcher is None and schema is not tool_schema:
+        matcher, _ = policy.argument_grammar.matcher(tool_schema)
+    return matcher
+
+
 def fill_arguments(
     policy: Policy,
     before_calls: list[list[int]],
@@ -235,11 +244,15 @@ def fill_arguments(
     """Write each selection's arguments after its call prefix (`before_calls`: the step's tokens up to and
     including the tool card), through its tool's schema grammar (`autotool.grammar`; `grammar=False` writes
     them unconstrained). A value that only repeats its parameter's description or name is left out, as
-    missing (`calls.copied_values`). A try that still fails the schema (it ran out of tokens, or the schema
-    has a form the grammar cannot express) is retried once, with the errors shown."""
+    missing (`calls.copied_values`). A try that still fails the schema is retried once, with the errors shown,
+    through a tighter grammar (`grammar.tightened`): the copied values may not be written again, and strings,
+    numbers and arrays are bounded so that the call fits the token budget."""
+    from autotool.grammar import tightened
     from autotool.rollout import decode
 
     call_end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
+    schemas = [s.tool.parameters for s in selections]
+    copied: dict[int, dict[str, list[str]]] = {}  # per selection: the keys whose values only copied, and them
 
     def attempt(todo: list[int], starts: list[list[int]]) -> list[list[int]]:
         """Fill selections `todo` after `starts`; returns each try's tokens, its call closed."""
@@ -247,26 +260,30 @@ def fill_arguments(
             s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.qualified_name))[0].tolist()
             for i, s in zip(todo, starts)
         ]
-        matchers = (
-            [policy.argument_grammar.matcher(selections[i].tool.parameters)[0] for i in todo] if grammar else None
-        )
+        matchers = [_matcher(policy, schemas[i], selections[i].tool.parameters) for i in todo] if grammar else None
         written = policy.generate_ids(starts, max_new_tokens, "</tool_call>", constraints=matchers)
         for i, ids in zip(todo, written):
             ids = ids[:-1] if ids[-1:] == [call_end] else ids
             selection = selections[i]
             selection.raw_arguments = decode(policy, ids)
             try:
-                filled = parse_arguments(selection.raw_arguments)
+                parsed = parse_arguments(selection.raw_arguments)
             except ValueError as e:
                 selection.arguments, selection.argument_errors = None, [f"not a JSON object: {e}"]
                 continue
-            filled, errors = checked_arguments(filled, selection.tool.parameters)
+            filled, errors = checked_arguments(parsed, selection.tool.parameters)
+            copied[i] = {key: [str(parsed[key])] for key in parsed if key not in filled}
             selection.arguments, selection.argument_errors = (None if errors else filled), errors
         return [s + ids[: -1 if ids[-1:] == [call_end] else None] + [call_end] for s, ids in zip(starts, written)]
 
     tried = attempt(list(range(len(selections))), before_calls)
     retry = [i for i, s in enumerate(selections) if s.argument_errors]
-    if retry:  # one retry, with the errors in context
+    if retry:  # one retry, with the errors in context, through a grammar without what failed
+        for i in retry:
+            try:
+                schemas[i] = tightened(schemas[i], copied.get(i, {}), max_new_tokens - 6)
+            except (TypeError, ValueError):  # a bound in the schema that is not a number: keep the tool's own
+                pass
         attempt(
             retry,
             [

@@ -1,12 +1,15 @@
 """Arguments through the schema grammar (autotool/grammar.py): what it lets through, and real generation."""
 
+import json
+
 import pytest
 import torch
 from helpers import ASSETS
 
 from autotool import Policy
 from autotool.calls import schema_errors
-from autotool.grammar import ArgumentGrammar, call_grammar, closed
+from autotool.grammar import ArgumentGrammar, call_grammar, closed, excluding, tightened
+from autotool.prompts import TokenBudget
 from autotool.select import select_steps
 from autotool.selection import StepInput
 from toolbank import HashEmbedder, Tool, ToolBank
@@ -100,3 +103,105 @@ def test_a_random_model_writes_valid_arguments_only_through_the_grammar(tmp_path
         assert selection.arguments is not None and selection.argument_errors == []
         assert schema_errors(selection.arguments, selection.tool.parameters) == []
         assert selection.raw_arguments.endswith("}")
+
+
+COPIED = "A description of the issue faced in the chemical plant (e.g., abnormal temperature)"
+
+
+def _admits(tokenizer, schema, arguments) -> bool:
+    """Whether the call grammar of `schema` lets the policy write `arguments` (in the training layout)."""
+    grammar = ArgumentGrammar(tokenizer)
+    matcher, why = grammar.matcher(schema)
+    assert why == ""
+    ids = tokenizer(" " + json.dumps(arguments, ensure_ascii=False) + "}", add_special_tokens=False)["input_ids"]
+    return matcher.try_consume_tokens(ids) == len(ids) and matcher.consume_token(grammar.stop_id)
+
+
+@pytest.mark.parametrize(
+    "value, allowed",
+    [
+        ("keywords", False),
+        ("KeyWords", False),  # case is ignored
+        (COPIED, False),
+        (COPIED[:20] + " and more", False),  # begins with the description's first 16 characters
+        ("keyword", True),
+        ("keywords for reliability", True),
+        ("solar panels", True),
+        ("", True),
+        ("日本語", True),
+    ],
+)
+def test_excluding_forbids_the_copied_texts_and_nothing_else(tokenizer, value, allowed):
+    pattern = excluding(["keywords", COPIED])
+    schema = {"type": "object", "properties": {"k": {"type": "string", "pattern": pattern}}, "required": ["k"]}
+    assert _admits(tokenizer, schema, {"k": value}) == allowed
+
+
+def test_a_tightened_schema_forbids_the_copy_and_bounds_what_ran_out(tokenizer):
+    schema = {
+        "type": "object",
+        "properties": {
+            "keywords": {"type": "string", "description": "Keywords to search for"},
+            "year": {"type": "integer"},
+            "score": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["keywords"],
+    }
+    copy_only = tightened(schema, {"keywords": ["keywords"]}, None)
+    assert not _admits(tokenizer, copy_only, {"keywords": "Keywords to search for"})
+    assert not _admits(tokenizer, copy_only, {"keywords": "keywords"})
+    assert _admits(tokenizer, copy_only, {"keywords": "solar", "year": 10**30})  # no bounds: it did not run out
+    assert "pattern" not in schema["properties"]["keywords"]  # the tool's schema is not changed
+    bounded = tightened(schema, {}, 92)
+    assert _admits(tokenizer, bounded, {"keywords": "solar", "year": 2022, "score": 0.5, "tags": ["a"]})
+    for too_long in (
+        {"keywords": "x" * 93},
+        {"keywords": "a", "year": 10**30},
+        {"keywords": "a", "score": 0.123456},
+        {"keywords": "a", "tags": ["t"] * 3},
+    ):
+        assert not _admits(tokenizer, bounded, too_long), too_long
+    longest = {key: "x" * spec["maxLength"] for key, spec in bounded["properties"].items() if "maxLength" in spec}
+    longest |= {"year": -bounded["properties"]["year"]["maximum"], "score": -bounded["properties"]["score"]["maximum"]}
+    longest["tags"] = ["x" * bounded["properties"]["tags"]["items"]["maxLength"]] * bounded["properties"]["tags"][
+        "maxItems"
+    ]
+    assert _admits(tokenizer, bounded, longest)
+    assert len(json.dumps(longest)) <= 92  # the budget, keys and punctuation counted
+
+
+def test_a_retry_writes_no_copied_value_and_fits_the_budget(tmp_path, monkeypatch):
+    """The first try (stubbed at the seam) copies a required value's description, or runs out of tokens; the
+    real retry, through the tightened grammar, writes arguments that validate."""
+    bank = ToolBank.create(tmp_path / "bank", HashEmbedder(64))
+    schema = {
+        "type": "object",
+        "properties": {
+            "keywords": {"type": "string", "description": "Keywords to search for"},
+            "year": {"type": "integer"},
+        },
+        "required": ["keywords", "year"],
+    }
+    bank.add([Tool("search_papers", "Search research papers", schema)])
+    torch.manual_seed(0)
+    policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    real, tries = policy.generate_ids, []
+    end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
+
+    for first in (' {"keywords": "Keywords to search for", "year": 2022}}', ' {"keywords": "aaaaaaaaaaaaaaaaaaaaaaaa'):
+
+        def stub(prompts, max_new_tokens, stop, constraints=None, first=first, **kwargs):
+            tries.append(constraints)
+            if len(tries) % 2 == 1:
+                ids = policy.tokenizer(first, add_special_tokens=False)["input_ids"]
+                return [ids + [end] if first.endswith("}}") else ids[:max_new_tokens]]
+            return real(prompts, max_new_tokens, stop, constraints=constraints, **kwargs)
+
+        monkeypatch.setattr(policy, "generate_ids", stub)
+        (selection,) = select_steps(
+            policy, bank, [StepInput("papers on solar power")], mode="fast", min_cosine=0.0, budget=TokenBudget(call=48)
+        )
+        assert selection.argument_errors == [] and schema_errors(selection.arguments, schema) == []
+        assert selection.arguments["keywords"].casefold() != "keywords to search for"
+    assert len(tries) == 4 and all(c is not None for c in tries)  # each retry went through a grammar
