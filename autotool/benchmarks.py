@@ -396,7 +396,7 @@ def step_input(bank: ToolBank, step: Step):
     """The step as the policy reads it: the request, the earlier steps' texts (gold calls when known) and the
     tools they called, which it may not choose again."""
     from autotool.prompts import StepRecord, history
-    from autotool.rollout import StepInput
+    from autotool.selection import StepInput
 
     earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[: step.index]]
     if not step.query.calls:

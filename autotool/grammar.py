@@ -43,11 +43,21 @@ def closed(schema: dict) -> dict:
     return close(copy.deepcopy(schema))
 
 
-def _literal_class(char: str) -> str:
-    """A regex class matching `char` in either case (llguidance reads Rust regex syntax; `\\x{..}` escapes
-    every character that is not a letter or digit)."""
-    forms = sorted({char, char.lower(), char.upper()})
-    return "[" + "".join(f if f.isalnum() else f"\\x{{{ord(f):X}}}" for f in forms) + "]"
+def _fold(char: str) -> str:
+    """The one-character form under which upper and lower case meet (`I`, `i` and `ı` under `i`)."""
+    upper = char.upper()
+    return upper.lower() if len(upper) == 1 and len(upper.lower()) == 1 else char
+
+
+def _forms(char: str) -> set[str]:
+    return {char, _fold(char)} | {f for f in (char.lower(), char.upper()) if len(f) == 1}
+
+
+def _regex_class(chars: set[str], negated: bool = False) -> str:
+    """A regex class of `chars` (llguidance reads Rust regex syntax; `\\x{..}` escapes every character that is
+    not a letter or digit)."""
+    inside = "".join(c if c.isalnum() else f"\\x{{{ord(c):X}}}" for c in sorted(chars))
+    return f"[{'^' if negated else ''}{inside}]"
 
 
 def excluding(texts, prefix: int = 16) -> str:
@@ -56,44 +66,68 @@ def excluding(texts, prefix: int = 16) -> str:
     description). Flat, one alternative per node of the texts' trie (llguidance nests at most 250 groups): the
     node's prefix alone where no text ends there, or the prefix followed by a character no text continues
     with."""
-    trie: dict = {}
-    for text in {t.casefold() for t in texts if t}:
+
+    def new_node() -> dict:
+        return {"next": {}, "end": False, "blocked": False}  # next: folded character -> [its forms, node]
+
+    trie = new_node()
+    for text in {t for t in texts if t}:
         node = trie
         for char in text[:prefix]:
-            node = node.setdefault(char, {})
-        node["" if len(text) <= prefix else "blocked"] = {}
+            forms, node = node["next"].setdefault(_fold(char), [set(), new_node()])
+            forms |= _forms(char)
+        node["end" if len(text) <= prefix else "blocked"] = True
 
     ways = []
 
     def walk(node: dict, path: str) -> None:
-        if "blocked" in node:
+        if node["blocked"]:
             return
-        chars = [c for c in node if c]
-        if "" not in node:
+        if not node["end"]:
             ways.append(path)
-        others = "".join(_literal_class(c)[1:-1] for c in chars)
-        ways.append(path + (f"[^{others}][\\s\\S]*" if others else "[\\s\\S]+"))
-        for char in chars:
-            walk(node[char], path + _literal_class(char))
+        continued = set().union(*(forms for forms, _ in node["next"].values()))
+        ways.append(path + (_regex_class(continued, negated=True) + "[\\s\\S]*" if continued else "[\\s\\S]+"))
+        for forms, child in node["next"].values():
+            walk(child, path + _regex_class(forms))
 
     walk(trie, "")
     return "^(" + "|".join(ways) + ")$"
 
 
-def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None) -> dict:
-    """A copy of the tool's `schema` for a retry, forbidding what made the first try fail: at each key of
-    `copied` a string property may not be any of the listed texts (the value written, the parameter's name,
-    title and description); with `max_chars` (what the token budget leaves: a try can run out of tokens),
-    strings, numbers and arrays are bounded so that the object's inside fits in that many characters where
-    its keys leave room (a token is at least one character; enums, whose values are fixed, are not counted)."""
+def _spellings(text: str) -> list[str]:
+    """`text` and the spellings `calls.copied_values` counts as the same words (case aside): words joined by
+    spaces, underscores, hyphens or nothing."""
+    from autotool.calls import _words
+
+    words = _words(text)
+    return [text, *(words.replace(" ", sep) for sep in (" ", "_", "-", ""))] if words else [text]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None, written=None) -> dict:
+    """A copy of the tool's `schema` for a retry, forbidding what made the first try fail.
+
+    At each key of `copied`, a string property may not be any of the listed texts (the value written, the
+    parameter's name, title and description, in the spellings that count as a copy). With `max_chars` (the
+    first try ran out of tokens; what the budget leaves), only the required keys and those in `written` (the
+    keys the first try began) may be written, and their strings, numbers and arrays are bounded so that the
+    object's inside fits in that many characters where the keys leave room (a token is at least one
+    character; enums, whose values are fixed, are not counted)."""
     schema = copy.deepcopy(schema or {})
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     for key, texts in copied.items():
         spec = properties.get(key)
         if isinstance(spec, dict) and spec.get("type") == "string" and "pattern" not in spec and "enum" not in spec:
-            spec["pattern"] = excluding([*texts, key, str(spec.get("title", "")), str(spec.get("description", ""))])
+            texts = [*texts, key, str(spec.get("title", "")), str(spec.get("description", ""))]
+            spec["pattern"] = excluding([spelling for text in texts for spelling in _spellings(text)])
     if max_chars is None:
         return schema
+    keep = set(schema.get("required") or ()) | set(written or ())
+    for key in [k for k in properties if k not in keep]:
+        del properties[key]
     values, spare = [], max_chars  # (node, how many times it can occur); characters left for the values
 
     def collect(node, times: int) -> None:
@@ -114,8 +148,10 @@ def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None)
             cap = max(RETRY_ITEMS, int(node.get("minItems", 0)))
             node["maxItems"] = min(int(node.get("maxItems", cap)), cap)
             spare -= times * (2 + 2 * node["maxItems"])  # brackets and separators
-        for key, value in node.items():
-            if key not in ("enum", "const", "default", "examples"):
+        for key, value in node.items():  # the subschemas a value can take (not `not`, `enum`, `default`, ...)
+            if key == "properties" and isinstance(value, dict):
+                collect(list(value.values()), times)
+            elif key in ("items", "prefixItems", "additionalProperties", "anyOf", "oneOf", "allOf"):
                 collect(value, times * node["maxItems"] if kind == "array" and key == "items" else times)
 
     collect(schema, 1)
@@ -124,12 +160,19 @@ def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None)
         if node["type"] == "string":
             cap = max(each, int(node.get("minLength", 0)))
             node["maxLength"] = min(int(node.get("maxLength", cap)), cap)
-        else:  # digits that fit with a sign (and for a number, a point and three decimals)
-            bound = 10 ** max(1, min(each - (5 if node["type"] == "number" else 1), 12)) - 1
-            node.setdefault("maximum", bound)
-            node.setdefault("minimum", -bound)
-            if node["type"] == "number":
-                node.setdefault("multipleOf", 0.001)
+            continue
+        # digits that fit with a sign (and for a number, a point and three decimals), next to any bound it has
+        span = 10 ** max(1, min(each - (5 if node["type"] == "number" else 1), 12)) - 1
+        low, high = (
+            next((v for v in (node.get(f"{side}"), node.get(f"exclusive{side.title()}")) if _is_number(v)), None)
+            for side in ("minimum", "maximum")
+        )
+        if high is None:
+            node["maximum"] = (max(low, 0) if low is not None else 0) + span
+        if low is None:
+            node["minimum"] = (min(high, 0) if high is not None else 0) - span
+        if node["type"] == "number" and "multipleOf" not in node:
+            node["multipleOf"] = 0.001
     return schema
 
 

@@ -68,7 +68,8 @@ class AnchorHead(nn.Module):
 
     def values(self) -> HeadValues:
         """Its current values, for choosing (`autotool.selection`)."""
-        return HeadValues.from_state({k: v.detach().cpu().numpy() for k, v in self.state_dict().items()}, self.anchor)
+        state = {k: v.detach().cpu().numpy().copy() for k, v in self.state_dict().items()}  # a snapshot, W included
+        return HeadValues.from_state(state, self.anchor)
 
     @property
     def uses_lexical(self) -> bool:

@@ -174,6 +174,8 @@ class Policy:
 
         from autotool.head import AnchorHead
 
+        if anchor not in ANCHORS:
+            raise PolicyError(f"unknown anchor {anchor!r}; expected one of {', '.join(ANCHORS)}")
         model, tokenizer = load_backbone(backbone)
         # The protocol's tokens are new to the backbone: their embedding rows train with the adapters.
         special = tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS)

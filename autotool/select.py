@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -225,13 +226,14 @@ def select_steps(
     return selections
 
 
-def _matcher(policy: Policy, schema: dict, tool_schema: dict):
-    """The grammar matcher of `schema`; the tool's own when llguidance cannot build `schema` (a tightened one);
-    None when it cannot build either (written unconstrained, checked afterwards)."""
-    matcher, _ = policy.argument_grammar.matcher(schema)
-    if matcher is None and schema is not tool_schema:
-        matcher, _ = policy.argument_grammar.matcher(tool_schema)
-    return matcher
+def _matcher(policy: Policy, schemas: Sequence[dict]):
+    """The grammar matcher of the first of `schemas` llguidance can build (a retry's tightened schemas, then the
+    tool's own); None when it can build none (written unconstrained, checked afterwards)."""
+    for schema in schemas:
+        matcher, _ = policy.argument_grammar.matcher(schema)
+        if matcher is not None:
+            return matcher
+    return None
 
 
 def fill_arguments(
@@ -245,14 +247,15 @@ def fill_arguments(
     including the tool card), through its tool's schema grammar (`autotool.grammar`; `grammar=False` writes
     them unconstrained). A value that only repeats its parameter's description or name is left out, as
     missing (`calls.copied_values`). A try that still fails the schema is retried once, with the errors shown,
-    through a tighter grammar (`grammar.tightened`): the copied values may not be written again, and strings,
-    numbers and arrays are bounded so that the call fits the token budget."""
+    through a tighter grammar (`grammar.tightened`): the copied values may not be written again, and after a
+    try that ran out of tokens, only the required keys and those it began, bounded to fit the budget."""
     from autotool.grammar import tightened
     from autotool.rollout import decode
 
     call_end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
-    schemas = [s.tool.parameters for s in selections]
+    schemas = [[s.tool.parameters] for s in selections]  # the grammars to try, the first that builds
     copied: dict[int, dict[str, list[str]]] = {}  # per selection: the keys whose values only copied, and them
+    ran_out: set[int] = set()  # selections whose try ended at the token budget
 
     def attempt(todo: list[int], starts: list[list[int]]) -> list[list[int]]:
         """Fill selections `todo` after `starts`; returns each try's tokens, its call closed."""
@@ -260,10 +263,13 @@ def fill_arguments(
             s + policy.encode("<tool_call>" + call_prefix(selections[i].tool.qualified_name))[0].tolist()
             for i, s in zip(todo, starts)
         ]
-        matchers = [_matcher(policy, schemas[i], selections[i].tool.parameters) for i in todo] if grammar else None
+        matchers = [_matcher(policy, schemas[i]) for i in todo] if grammar else None
         written = policy.generate_ids(starts, max_new_tokens, "</tool_call>", constraints=matchers)
         for i, ids in zip(todo, written):
-            ids = ids[:-1] if ids[-1:] == [call_end] else ids
+            if ids[-1:] == [call_end]:
+                ids = ids[:-1]
+            else:
+                ran_out.add(i)
             selection = selections[i]
             selection.raw_arguments = decode(policy, ids)
             try:
@@ -280,9 +286,15 @@ def fill_arguments(
     retry = [i for i, s in enumerate(selections) if s.argument_errors]
     if retry:  # one retry, with the errors in context, through a grammar without what failed
         for i in retry:
+            own = selections[i].tool.parameters
+            began = re.findall(r'"((?:[^"\\]|\\.)*)": ', selections[i].raw_arguments)
             try:
-                schemas[i] = tightened(schemas[i], copied.get(i, {}), max_new_tokens - 6)
-            except (TypeError, ValueError):  # a bound in the schema that is not a number: keep the tool's own
+                schemas[i] = [
+                    *([tightened(own, copied.get(i, {}), max_new_tokens - 6, began)] if i in ran_out else []),
+                    tightened(own, copied.get(i, {}), None),
+                    own,
+                ]
+            except (TypeError, ValueError, AttributeError):  # a bound that is not a number: the tool's own
                 pass
         attempt(
             retry,

@@ -162,6 +162,8 @@ def _descending(values: np.ndarray) -> np.ndarray:
 
 
 def _ranked(head: HeadValues, tools: list[Tool], cosines: np.ndarray, lexical: np.ndarray | None, later: bool):
+    if not tools:
+        return []
     logits = head.logits(cosines, lexical, later).astype(np.float64)
     probs = np.exp(logits - logits.max())
     probs = (probs / probs.sum()).astype(np.float32)

@@ -137,43 +137,58 @@ def test_excluding_forbids_the_copied_texts_and_nothing_else(tokenizer, value, a
     assert _admits(tokenizer, schema, {"k": value}) == allowed
 
 
+@pytest.mark.parametrize(
+    "value, allowed", [("Straße", False), ("STRASSE", True), ("ix", False), ("Iy", False), ("iz", True)]
+)
+def test_excluding_matches_case_one_character_at_a_time(tokenizer, value, allowed):
+    """Case folding that changes a text's length ('ß' to 'ss') is not applied; letters whose cases meet ('i',
+    'I', 'ı') share one branch, so no alternative lets a forbidden text through."""
+    pattern = excluding(["Straße", "ix", "ıy"])
+    schema = {"type": "object", "properties": {"k": {"type": "string", "pattern": pattern}}, "required": ["k"]}
+    assert _admits(tokenizer, schema, {"k": value}) == allowed
+
+
 def test_a_tightened_schema_forbids_the_copy_and_bounds_what_ran_out(tokenizer):
     schema = {
         "type": "object",
         "properties": {
             "keywords": {"type": "string", "description": "Keywords to search for"},
-            "year": {"type": "integer"},
+            "year": {"type": "integer", "minimum": 1900},
             "score": {"type": "number"},
             "tags": {"type": "array", "items": {"type": "string"}},
+            "note": {"type": "string"},
         },
         "required": ["keywords"],
     }
     copy_only = tightened(schema, {"keywords": ["keywords"]}, None)
-    assert not _admits(tokenizer, copy_only, {"keywords": "Keywords to search for"})
-    assert not _admits(tokenizer, copy_only, {"keywords": "keywords"})
-    assert _admits(tokenizer, copy_only, {"keywords": "solar", "year": 10**30})  # no bounds: it did not run out
+    for copy in ("Keywords to search for", "keywords", "keywords_to_search_for", "Keywords-To-Search-For"):
+        assert not _admits(tokenizer, copy_only, {"keywords": copy}), copy
+    assert _admits(tokenizer, copy_only, {"keywords": "solar", "year": 10**30, "note": "x" * 200})  # no bounds
     assert "pattern" not in schema["properties"]["keywords"]  # the tool's schema is not changed
-    bounded = tightened(schema, {}, 92)
+    bounded = tightened(schema, {}, 92, written=["year", "score", "tags"])
+    assert "note" not in bounded["properties"]  # neither required nor begun by the first try
     assert _admits(tokenizer, bounded, {"keywords": "solar", "year": 2022, "score": 0.5, "tags": ["a"]})
     for too_long in (
         {"keywords": "x" * 93},
         {"keywords": "a", "year": 10**30},
+        {"keywords": "a", "year": 1800},  # the schema's own minimum stays
         {"keywords": "a", "score": 0.123456},
         {"keywords": "a", "tags": ["t"] * 3},
+        {"keywords": "a", "note": "b"},
     ):
         assert not _admits(tokenizer, bounded, too_long), too_long
-    longest = {key: "x" * spec["maxLength"] for key, spec in bounded["properties"].items() if "maxLength" in spec}
-    longest |= {"year": -bounded["properties"]["year"]["maximum"], "score": -bounded["properties"]["score"]["maximum"]}
-    longest["tags"] = ["x" * bounded["properties"]["tags"]["items"]["maxLength"]] * bounded["properties"]["tags"][
-        "maxItems"
-    ]
+    properties = bounded["properties"]
+    longest = {key: "x" * spec["maxLength"] for key, spec in properties.items() if "maxLength" in spec}
+    longest |= {"year": properties["year"]["maximum"], "score": -properties["score"]["maximum"]}
+    longest["tags"] = ["x" * properties["tags"]["items"]["maxLength"]] * properties["tags"]["maxItems"]
     assert _admits(tokenizer, bounded, longest)
     assert len(json.dumps(longest)) <= 92  # the budget, keys and punctuation counted
 
 
-def test_a_retry_writes_no_copied_value_and_fits_the_budget(tmp_path, monkeypatch):
-    """The first try (stubbed at the seam) copies a required value's description, or runs out of tokens; the
-    real retry, through the tightened grammar, writes arguments that validate."""
+def test_a_retry_forbids_the_copied_value_and_fits_the_budget(tmp_path, monkeypatch):
+    """First tries stubbed at the seam: one copies a required value's description, one runs out of tokens. The
+    retry's grammar rejects the copy; after running out, the real (random) model writes, through the bounded
+    grammar, arguments that validate."""
     bank = ToolBank.create(tmp_path / "bank", HashEmbedder(64))
     schema = {
         "type": "object",
@@ -186,22 +201,36 @@ def test_a_retry_writes_no_copied_value_and_fits_the_budget(tmp_path, monkeypatc
     bank.add([Tool("search_papers", "Search research papers", schema)])
     torch.manual_seed(0)
     policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
-    real, tries = policy.generate_ids, []
-    end = policy.tokenizer.convert_tokens_to_ids("</tool_call>")
+    real, end = policy.generate_ids, policy.tokenizer.convert_tokens_to_ids("</tool_call>")
 
-    for first in (' {"keywords": "Keywords to search for", "year": 2022}}', ' {"keywords": "aaaaaaaaaaaaaaaaaaaaaaaa'):
+    def ids(text):
+        return policy.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-        def stub(prompts, max_new_tokens, stop, constraints=None, first=first, **kwargs):
-            tries.append(constraints)
-            if len(tries) % 2 == 1:
-                ids = policy.tokenizer(first, add_special_tokens=False)["input_ids"]
-                return [ids + [end] if first.endswith("}}") else ids[:max_new_tokens]]
-            return real(prompts, max_new_tokens, stop, constraints=constraints, **kwargs)
+    copy, fresh = ' {"keywords": "keywords to search for", "year": 2022}}', ' {"keywords": "solar", "year": 2022}}'
+    tries = []
 
-        monkeypatch.setattr(policy, "generate_ids", stub)
-        (selection,) = select_steps(
-            policy, bank, [StepInput("papers on solar power")], mode="fast", min_cosine=0.0, budget=TokenBudget(call=48)
-        )
-        assert selection.argument_errors == [] and schema_errors(selection.arguments, schema) == []
-        assert selection.arguments["keywords"].casefold() != "keywords to search for"
-    assert len(tries) == 4 and all(c is not None for c in tries)  # each retry went through a grammar
+    def copying(prompts, max_new_tokens, stop, constraints=None, **kwargs):
+        tries.append(constraints)
+        if len(tries) == 1:
+            return [ids(copy) + [end]]
+        (matcher,) = constraints
+        assert matcher is not None and matcher.validate_tokens(ids(copy)) < len(ids(copy))
+        assert matcher.validate_tokens(ids(fresh)) == len(ids(fresh))
+        return [ids(fresh) + [end]]
+
+    monkeypatch.setattr(policy, "generate_ids", copying)
+    (selection,) = select_steps(policy, bank, [StepInput("papers on solar power")], mode="fast", min_cosine=0.0)
+    assert len(tries) == 2 and selection.arguments == {"keywords": "solar", "year": 2022}
+
+    def running_out(prompts, max_new_tokens, stop, constraints=None, **kwargs):
+        tries.append(constraints)
+        if len(tries) == 3:
+            return [ids(' {"keywords": "' + "a" * 100)[:max_new_tokens]]
+        return real(prompts, max_new_tokens, stop, constraints=constraints, **kwargs)
+
+    monkeypatch.setattr(policy, "generate_ids", running_out)
+    (selection,) = select_steps(
+        policy, bank, [StepInput("papers on solar power")], mode="fast", min_cosine=0.0, budget=TokenBudget(call=48)
+    )
+    assert len(tries) == 4 and tries[3] is not None
+    assert selection.argument_errors == [] and schema_errors(selection.arguments, schema) == []
