@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -53,54 +54,66 @@ def _forms(char: str) -> set[str]:
     return {char, _fold(char)} | {f for f in (char.lower(), char.upper()) if len(f) == 1}
 
 
-def _regex_class(chars: set[str], negated: bool = False) -> str:
+WORD, SEPARATOR = r"[\p{L}\p{N}]", r"[^\p{L}\p{N}]"  # what `calls.copied_values` reads as words, and between them
+
+
+def _letters(chars: set[str]) -> str:
     """A regex class of `chars` (llguidance reads Rust regex syntax; `\\x{..}` escapes every character that is
     not a letter or digit)."""
-    inside = "".join(c if c.isalnum() else f"\\x{{{ord(c):X}}}" for c in sorted(chars))
-    return f"[{'^' if negated else ''}{inside}]"
+    return "[" + "".join(c if c.isalnum() else f"\\x{{{ord(c):X}}}" for c in sorted(chars)) + "]"
+
+
+def _other_word(chars: set[str]) -> str:
+    """A class of the letters and digits not in `chars`."""
+    return f"[\\p{{L}}\\p{{N}}&&[^{_letters(chars)[1:-1]}]]" if chars else WORD
 
 
 def excluding(texts, prefix: int = 16) -> str:
-    """An anchored regex for every string except `texts` (ignoring case) and, for a text longer than `prefix`
-    characters, except every string that starts with its first `prefix` (a value that begins by copying a
-    description). Flat, one alternative per node of the texts' trie (llguidance nests at most 250 groups): the
-    node's prefix alone where no text ends there, or the prefix followed by a character no text continues
-    with."""
+    """An anchored regex for every string that is not a copy of one of `texts`: not the same words (letters
+    and digits, case ignored) with anything else around and between them, as `calls.copied_values` counts a
+    copy; for a text whose words run past `prefix` characters, not anything that begins with those (a value
+    that begins by copying a description).
+
+    Flat, one alternative per node of a trie over the texts' words (llguidance nests at most 250 groups): the
+    path to the node, then a way to leave the copies there (stop where no text ends, a letter no text
+    continues with, a separator where no text has one)."""
 
     def new_node() -> dict:
-        return {"next": {}, "end": False, "blocked": False}  # next: folded character -> [its forms, node]
+        return {"next": {}, "end": False, "blocked": False}  # next: folded letter or " " -> [its forms, node]
 
     trie = new_node()
-    for text in {t for t in texts if t}:
+    for text in texts:
+        words = " ".join(re.findall(r"[^\W_]+", text or ""))
         node = trie
-        for char in text[:prefix]:
-            forms, node = node["next"].setdefault(_fold(char), [set(), new_node()])
-            forms |= _forms(char)
-        node["end" if len(text) <= prefix else "blocked"] = True
+        for char in words[:prefix]:
+            forms, node = node["next"].setdefault(" " if char == " " else _fold(char), [set(), new_node()])
+            forms |= set() if char == " " else _forms(char)
+        if words:
+            node["blocked" if len(words) > prefix else "end"] = True
 
     ways = []
 
-    def walk(node: dict, path: str) -> None:
+    def walk(node: dict, path: str, after_word: bool, trailing: bool) -> None:
+        """`after_word`: the node ends a letter (a separator may come next); `trailing`: a separator node after a
+        text's last word (stopping there is still a copy)."""
         if node["blocked"]:
             return
-        if not node["end"]:
-            ways.append(path)
-        continued = set().union(*(forms for forms, _ in node["next"].values()))
-        ways.append(path + (_regex_class(continued, negated=True) + "[\\s\\S]*" if continued else "[\\s\\S]+"))
-        for forms, child in node["next"].values():
-            walk(child, path + _regex_class(forms))
+        letters = {key: entry for key, entry in node["next"].items() if key != " "}
+        if not (node["end"] or trailing):
+            ways.append(path)  # stop here
+        ways.append(path + _other_word(set().union(*(forms for forms, _ in letters.values()))) + r"[\s\S]*")
+        if after_word and " " not in node["next"]:
+            if node["end"]:  # separators after the last word, then any word: more words than the text
+                ways.append(path + SEPARATOR + "+" + WORD + r"[\s\S]*")
+            else:
+                ways.append(path + SEPARATOR + r"[\s\S]*")
+        for forms, child in letters.values():
+            walk(child, path + _letters(forms), True, False)
+        if " " in node["next"]:
+            walk(node["next"][" "][1], path + SEPARATOR + "+", False, node["end"])
 
-    walk(trie, "")
+    walk(trie, SEPARATOR + "*", False, False)
     return "^(" + "|".join(ways) + ")$"
-
-
-def _spellings(text: str) -> list[str]:
-    """`text` and the spellings `calls.copied_values` counts as the same words (case aside): words joined by
-    spaces, underscores, hyphens or nothing."""
-    from autotool.calls import _words
-
-    words = _words(text)
-    return [text, *(words.replace(" ", sep) for sep in (" ", "_", "-", ""))] if words else [text]
 
 
 def _is_number(value) -> bool:
@@ -110,8 +123,8 @@ def _is_number(value) -> bool:
 def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None, written=None) -> dict:
     """A copy of the tool's `schema` for a retry, forbidding what made the first try fail.
 
-    At each key of `copied`, a string property may not be any of the listed texts (the value written, the
-    parameter's name, title and description, in the spellings that count as a copy). With `max_chars` (the
+    At each key of `copied`, a string property may not copy any of the listed texts (the value written, the
+    parameter's name, title and description; `excluding`). With `max_chars` (the
     first try ran out of tokens; what the budget leaves), only the required keys and those in `written` (the
     keys the first try began) may be written, and their strings, numbers and arrays are bounded so that the
     object's inside fits in that many characters where the keys leave room (a token is at least one
@@ -121,8 +134,7 @@ def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None,
     for key, texts in copied.items():
         spec = properties.get(key)
         if isinstance(spec, dict) and spec.get("type") == "string" and "pattern" not in spec and "enum" not in spec:
-            texts = [*texts, key, str(spec.get("title", "")), str(spec.get("description", ""))]
-            spec["pattern"] = excluding([spelling for text in texts for spelling in _spellings(text)])
+            spec["pattern"] = excluding([*texts, key, str(spec.get("title", "")), str(spec.get("description", ""))])
     if max_chars is None:
         return schema
     keep = set(schema.get("required") or ()) | set(written or ())

@@ -122,6 +122,9 @@ def _admits(tokenizer, schema, arguments) -> bool:
     [
         ("keywords", False),
         ("KeyWords", False),  # case is ignored
+        ("keywords.", False),  # and what is around and between the words
+        (" KEYWORDS! ", False),
+        ("key words", True),  # other words: not a copy
         (COPIED, False),
         (COPIED[:20] + " and more", False),  # begins with the description's first 16 characters
         ("keyword", True),
