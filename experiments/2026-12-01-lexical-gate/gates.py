@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).parents[2]))
 
 from autotool.benchmarks import benchmark_bank, load_benchmark, load_split, select_queries, step_input, steps_of
 from autotool.metrics import paired_bootstrap
-from autotool.select import default_policy, select_steps
+from autotool.policy import Policy
+from autotool.select import SHIPPED_POLICY, select_steps
 from autotool.selection import DEFAULT_TOP_K, embedded, normalised_bm25
 
 CATALOGS = ("seal_tools", "metatool", "apibank", "toolalpaca")
@@ -93,7 +94,7 @@ def main(embedder):
         )
         steps = [s for q in queries for s in steps_of(q)]
         bank = benchmark_bank(bench, embedder=embedder)
-        policy = default_policy(bank)  # the shipped one: it reads both embedders
+        policy = Policy.load(SHIPPED_POLICY, bank)  # it reads both embedders (`also_reads`)
         values = policy.head_values
         items = [step_input(bank, s) for s in steps]
         vectors = embedded(bank.embedder, [i.query for i in items])
