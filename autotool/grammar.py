@@ -176,7 +176,7 @@ def tightened(schema: dict, copied: dict[str, list[str]], max_chars: int | None,
         # digits that fit with a sign (and for a number, a point and three decimals), next to any bound it has
         span = 10 ** max(1, min(each - (5 if node["type"] == "number" else 1), 12)) - 1
         low, high = (
-            next((v for v in (node.get(f"{side}"), node.get(f"exclusive{side.title()}")) if _is_number(v)), None)
+            next((v for v in (node.get(side), node.get(f"exclusive{side.title()}")) if _is_number(v)), None)
             for side in ("minimum", "maximum")
         )
         if high is None:
