@@ -373,7 +373,7 @@ def trained_on_bench(policy: str | Path, bench: Benchmark) -> list[dict]:
     return [e for e in policy_trained_on(policy) if e["catalog"] == bench.name or e.get("tools_digest") == digest]
 
 
-def benchmark_bank(bench: Benchmark, embedder: str = "default", root: Path | None = None) -> ToolBank:
+def benchmark_bank(bench: Benchmark, embedder: str = "stock", root: Path | None = None) -> ToolBank:
     """A bank holding the whole catalog of `bench`, cached under `$AUTOTOOL_HOME/eval/banks/`.
 
     Unseen tools compete with seen ones: every tool of the benchmark is in it. Reused across runs; only

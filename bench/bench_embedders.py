@@ -27,7 +27,7 @@ from autotool.benchmarks import load_benchmark
 from autotool.select import default_policy
 from toolbank import ToolBank
 
-EMBEDDERS = ("default", "tools")
+EMBEDDERS = ("stock", "tools")
 
 
 def p(values: list[float], q: float) -> float:

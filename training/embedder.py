@@ -49,7 +49,7 @@ def triples(
     queries = [q for q in bench.queries if q.id in wanted and set(q.gold_tools) <= set(names)]
     random.Random(seed).shuffle(queries)
     queries = queries[:limit] if limit else queries
-    stock = load_embedder("default")
+    stock = load_embedder("stock")
     tool_vectors = stock.encode([text[n] for n in names], progress=True)  # (tools, dim)
     query_vectors = stock.encode([q.text for q in queries], progress=True)  # (queries, dim)
     ranks = np.argsort(-(query_vectors @ tool_vectors.T), axis=1)[:, :16]  # (queries, 16)
@@ -102,7 +102,7 @@ def main(out, catalogs, per_catalog, every_query, epochs, batch_size, lr, rank, 
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 
     from toolbank import load_embedder
-    from toolbank.embed import DEFAULT_EMBEDDER, default_model_folder
+    from toolbank.embed import STOCK_EMBEDDER, default_model_folder
 
     unknown = [c for c in catalogs if c not in TRAINING_CATALOGS]
     if unknown:
@@ -148,14 +148,14 @@ def main(out, catalogs, per_catalog, every_query, epochs, batch_size, lr, rank, 
     adapter = out / "adapter"
     model[0].model.save_pretrained(str(adapter))  # the adapter's weights and config only
     config = json.loads((adapter / "adapter_config.json").read_text())
-    config["base_model_name_or_path"] = DEFAULT_EMBEDDER  # not this machine's path to it
+    config["base_model_name_or_path"] = STOCK_EMBEDDER  # not this machine's path to it
     (adapter / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
     (adapter / "README.md").unlink(missing_ok=True)  # PEFT's empty model card; manifest.json says what this is
-    (adapter / "embedder.json").write_text(json.dumps({"base": DEFAULT_EMBEDDER}, indent=2) + "\n")
+    (adapter / "embedder.json").write_text(json.dumps({"base": STOCK_EMBEDDER}, indent=2) + "\n")
     embedder_id = load_embedder(str(adapter)).id  # merges once; what `--embedder OUT/adapter` loads
     manifest = {
         "embedder": embedder_id,
-        "base": DEFAULT_EMBEDDER,
+        "base": STOCK_EMBEDDER,
         "trained_on": records,
         "loss": "MultipleNegativesRankingLoss, one hard negative a triple",
         "adapter": {"type": "lora", "rank": rank, "alpha": 2 * rank, "modules": ADAPTER_MODULES},

@@ -71,8 +71,8 @@ class RunConfig:
         metadata={"help": "the language model of a fresh policy: a model folder, or default (SmolLM2-135M-Instruct)"},
     )
     embedder: str = field(
-        default="default",
-        metadata={"help": "the tool bank's embedder: default (all-MiniLM-L6-v2), a model folder, or hash:DIM"},
+        default="stock",
+        metadata={"help": "the tool bank's embedder: stock (all-MiniLM-L6-v2), tools, a model folder, or hash:DIM"},
     )
     anchor: str = field(
         default="residual",

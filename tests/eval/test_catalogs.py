@@ -200,3 +200,30 @@ def test_training_on_a_foreign_validation_catalog_is_refused(tmp_path):
     with pytest.raises(DataError, match="foreign validation catalog"):
         Trainer(RunConfig(benchmark="toolalpaca", out=str(tmp_path / "run"), embedder="hash:64"), ["sft"], "phase 1")
     assert not (tmp_path / "run").exists()
+
+
+def test_an_embedder_fine_tuned_on_the_catalog_is_refused_where_its_splits_are_not_held_out(tiny, tmp_path):
+    from toolbank.embed import embedder_trained_on
+
+    shipped = embedder_trained_on("tools")  # the shipped adapter trained on every MetaTool tool
+    assert [(e["catalog"], e["split"]) for e in shipped] == [("metatool", "all")]
+    assert (
+        embedder_trained_on("default") == shipped
+        and embedder_trained_on("stock") == embedder_trained_on("hash:8") == []
+    )
+    result = CliRunner().invoke(
+        main, ["--bench", "metatool", "--embedder", "tools", "--split", "unseen-test", "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2 and "'tools' was fine-tuned on metatool (all split" in result.output, result.output
+    assert "--embedder stock" in result.output and not (tmp_path / "o").exists()
+    # An adapter fine-tuned on a catalog's train split: its held-out splits may run, the catalog as foreign not.
+    folder, _ = tiny
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    record = training_record(load_benchmark(folder), 0, "train")
+    (adapter / "manifest.json").write_text(json.dumps({"trained_on": [{**record, "catalog": "renamed"}]}))
+    args = ["--bench", str(folder), "--methods", "bm25", "--embedder", str(adapter)]
+    result = CliRunner().invoke(main, args + ["--split", "all"])
+    assert result.exit_code == 2 and "fine-tuned on tiny (train split" in result.output, result.output  # by digest
+    result = CliRunner().invoke(main, args + ["--split", "unseen-test"])
+    assert "fine-tuned" not in result.output and "not a sentence-transformers model folder" in result.output

@@ -25,7 +25,7 @@ def test_fine_tune_writes_an_adapter_that_loads_and_embeds(tmp_path, monkeypatch
     assert json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"] == (
         "sentence-transformers/all-MiniLM-L6-v2"
     )
-    tuned, stock = load_embedder(str(adapter)), load_embedder("default")
+    tuned, stock = load_embedder(str(adapter)), load_embedder("stock")
     assert tuned.id == str(adapter.resolve()) and tuned.dim == stock.dim == 384
     texts = ["convert a pdf to text", "what is the weather in Paris"]
     a, b = tuned.encode(texts, progress=True), stock.encode(texts, progress=True)  # the PyTorch path
