@@ -165,7 +165,7 @@ class Split:
         return None if split == "all" else self.queries[split]
 
 
-def _tools_digest(bench: Benchmark) -> str:
+def tools_digest(bench: Benchmark) -> str:
     return hashlib.sha256("\n".join(sorted(bench.tool_names)).encode()).hexdigest()[:16]
 
 
@@ -231,7 +231,7 @@ def load_split(bench: Benchmark, seed: int = 0) -> Split:
             split = Split(data["bench"], data["seed"], data["tools"], data["queries"])
         except (OSError, ValueError, KeyError) as e:
             raise BenchmarkError(f"{path} is not a split file ({e}); delete it to make it again") from None
-        if data.get("tools_digest") != _tools_digest(bench):
+        if data.get("tools_digest") != tools_digest(bench):
             raise BenchmarkError(
                 f"{path} was made for another tool list than {bench.folder / 'tools.jsonl'}; "
                 "delete it to make the split again (and retrain on the new split)"
@@ -252,7 +252,7 @@ def save_split(bench: Benchmark, split: Split) -> Path:
                 "version": SPLIT_VERSION,
                 "bench": split.bench,
                 "seed": seed,
-                "tools_digest": _tools_digest(bench),
+                "tools_digest": tools_digest(bench),
                 "tools": split.tools,
                 "queries": split.queries,
             },
@@ -291,7 +291,7 @@ def select_queries(
 def catalog_role(bench: Benchmark) -> str | None:
     """`training` or `foreign-validation` when `bench` is one of those vendored catalogs (by folder, or by the
     same tool names under another folder), else None (a catalog of your own)."""
-    digest = _tools_digest(bench)
+    digest = tools_digest(bench)
     for role, names in (("training", TRAINING_CATALOGS), ("foreign-validation", FOREIGN_VALIDATION)):
         for name in names:
             if bench.folder.resolve() == (DATA / name).resolve():
@@ -306,7 +306,7 @@ def catalog_role(bench: Benchmark) -> str | None:
 def training_record(bench: Benchmark, seed: int, split: str = "train") -> dict:
     """One entry of a manifest's `trained_on`: the catalog (its name and a digest of its tool names, so a copy
     under another name is still recognised), the query split and the split's seed."""
-    return {"catalog": bench.name, "split": split, "seed": seed, "tools_digest": _tools_digest(bench)}
+    return {"catalog": bench.name, "split": split, "seed": seed, "tools_digest": tools_digest(bench)}
 
 
 def merge_trained_on(*lists: list[dict]) -> list[dict]:
@@ -369,7 +369,7 @@ def trained_catalogs(policy: str | Path) -> set[str]:
 def trained_on_bench(policy: str | Path, bench: Benchmark) -> list[dict]:
     """The entries of `policy_trained_on(policy)` that are `bench`: the same catalog name, or the same digest
     of tool names. Empty when the policy never trained on it."""
-    digest = _tools_digest(bench)
+    digest = tools_digest(bench)
     return [e for e in policy_trained_on(policy) if e["catalog"] == bench.name or e.get("tools_digest") == digest]
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
 from autotool.prompts import prompt, shared_prefix
 from autotool.selection import ANCHORS, HEAD_KEYS, HeadValues, embedded
-from toolbank import ToolBank, atomic_path
+from toolbank import STOCK_EMBEDDER, TUNED_EMBEDDER, ToolBank, atomic_path
 
 if TYPE_CHECKING:
     import torch
@@ -61,9 +61,14 @@ class PolicyError(ValueError):
 
 
 def readable_embedders(manifest: dict) -> list[str]:
-    """The embedders a policy reads: the one it was trained with (`embedder`), and any others its manifest lists
-    under `also_reads` (embedders of the same dimension it was measured with, not trained with)."""
-    return [manifest["embedder"], *manifest.get("also_reads", [])]
+    """The embedders a policy reads: the one it was trained with (`embedder`), any others its manifest lists
+    under `also_reads` (embedders of the same dimension it was measured with, not trained with), and, for a
+    policy trained on stock all-MiniLM-L6-v2, the fine-tuned one new banks get (the same network with a LoRA
+    adapter merged in; the shipped policy was measured on both, docs/results.md)."""
+    out = [manifest["embedder"], *manifest.get("also_reads", [])]
+    if manifest["embedder"] == STOCK_EMBEDDER and TUNED_EMBEDDER not in out:
+        out.append(TUNED_EMBEDDER)
+    return out
 
 
 def reads_embeddings_of(manifest: dict, bank: ToolBank) -> bool:

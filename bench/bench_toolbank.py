@@ -61,7 +61,8 @@ def queries(n: int, seed: int = 0) -> list[str]:
 
 
 class CachedEmbedder:
-    """The real embedder, with tool-text embeddings cached on disk across runs (queries are never cached)."""
+    """The real embedder, with tool-text embeddings cached on disk across runs (queries are never cached),
+    keyed by the embedder's id and the text."""
 
     def __init__(self, inner, cache_file: Path):
         self.inner, self.id, self.dim, self.file = inner, inner.id, inner.dim, cache_file
@@ -77,9 +78,9 @@ class CachedEmbedder:
             self.cache.update(zip(map(self.key, todo), self.inner.encode(todo, progress=True)))
             np.savez(self.file, keys=np.array(list(self.cache)), vectors=np.stack(list(self.cache.values())))
 
-    @staticmethod
-    def key(text: str) -> str:
-        return hashlib.sha1(text.encode()).hexdigest()
+    def key(self, text: str) -> str:
+        """The cache key of one text under this embedder (a cache file can hold several embedders' vectors)."""
+        return hashlib.sha1(f"{self.id}\0{text}".encode()).hexdigest()
 
     def encode(self, texts, *, progress=False):
         if all(self.key(t) in self.cache for t in texts):

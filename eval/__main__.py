@@ -118,7 +118,7 @@ def main(
         refuse_if_trained_on_every_tool(paths, benchmark)
         if "all" in split_names:
             refuse_foreign_if_trained(paths, benchmark)
-        refuse_if_embedder_trained(embedder, benchmark, split_names)
+        refuse_if_embedder_trained(embedder, benchmark, split_names, seed)
         try:
             excluded = {
                 name: set().union(*(report.evaluated_queries(run, benchmark.name, name) for run in exclude_runs))
@@ -213,21 +213,23 @@ def refuse_if_trained_on_every_tool(paths: dict[str, Path], benchmark) -> None:
             )
 
 
-def refuse_if_embedder_trained(embedder: str, benchmark, split_names: list[str]) -> None:
+def refuse_if_embedder_trained(embedder: str, benchmark, split_names: list[str], seed: int) -> None:
     """Exit 2 when the bank's embedder was fine-tuned on `benchmark` (by name or digest of its tool names, from
-    the adapter's manifest) so that the splits asked for are not held out from it: on every tool (split
-    `all`), any split; on some, `--split all` (the catalog as foreign)."""
-    from autotool.benchmarks import _tools_digest
+    the adapter's manifest) so that the splits asked for are not held out from it: trained on every tool
+    (split `all`), any split; on one seed's train split, `--split all` or `train`, or another seed's split
+    (whose held-out tools are not the ones it left out)."""
+    from autotool.benchmarks import tools_digest
     from toolbank.embed import embedder_trained_on
 
-    digest = _tools_digest(benchmark)
+    digest = tools_digest(benchmark)
     for entry in embedder_trained_on(embedder):
         if entry.get("catalog") != benchmark.name and entry.get("tools_digest") != digest:
             continue
-        if entry.get("split") == "all" or "all" in split_names:
+        if entry.get("split") != "train" or entry.get("seed") != seed or "all" in split_names or "train" in split_names:
             raise TrainedOnCatalog(
-                f"embedder {embedder!r} was fine-tuned on {benchmark.name} ({entry.get('split')} split, "
-                f"{entry.get('queries', '?')} queries), so this evaluation would score it on text it trained on; "
+                f"embedder {embedder!r} was fine-tuned on {benchmark.name} ({entry.get('split')} split, seed "
+                f"{entry.get('seed')}, {entry.get('queries', '?')} queries), so this evaluation (--split "
+                f"{','.join(split_names)}, --seed {seed}) would score it on text it trained on; "
                 "evaluate this catalog with --embedder stock, or the embedder on a catalog it never saw."
             )
 

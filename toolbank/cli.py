@@ -656,7 +656,9 @@ def announce_serving(bank, transport: str, host: str, port: int, allow_write: bo
 
 @main.command()
 @bank_here
-@click.option("--embedder", help="Re-embed every tool with this embedder (default, tools, a folder, or hash:DIM).")
+@click.option(
+    "--embedder", help="Re-embed every tool with this embedder (default = tools, stock, a folder, or hash:DIM)."
+)
 @click.option("--index", "index_factory", help="Rebuild the index as flat, hnsw or a FAISS factory string.")
 @click.pass_context
 @_user_errors

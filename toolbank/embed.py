@@ -169,6 +169,34 @@ class SentenceTransformerEmbedder:
         return OnnxEncoder.for_model(self.model, self.folder)  # tokenizer.json reads otherwise: the model's tokenizer
 
 
+class MergedAdapterEmbedder(SentenceTransformerEmbedder):
+    """A LoRA adapter over all-MiniLM-L6-v2 (`merged_folder`), merged into it only when something is first
+    embedded: opening or creating a bank with it reads two small files and needs no PyTorch. Once merged (kept
+    under `$AUTOTOOL_HOME/models/merged/`), it is the plain local folder `SentenceTransformerEmbedder` reads."""
+
+    def __init__(self, adapter: Path, id: str, batch_size: int = 64):
+        adapter_base(adapter)  # a folder that is no adapter over the stock model fails here, not at first use
+        base = mean_pooling_pipeline(default_model_folder())
+        if base is None:
+            raise EmbedderError(f"{default_model_folder()}: not the mean-pooling model an adapter is merged into")
+        self.adapter, self.id, self.batch_size, self.dim = adapter, id, batch_size, base.dim  # LoRA keeps the dim
+        self._model = None
+        self._short = None
+        self._merged: tuple[Path, MeanPooling | None] | None = None
+
+    @property
+    def folder(self) -> Path:
+        if self._merged is None:
+            folder = merged_folder(self.adapter)
+            self._merged = (folder, mean_pooling_pipeline(folder))
+        return self._merged[0]
+
+    @property
+    def _pipeline(self) -> MeanPooling | None:
+        self.folder  # noqa: B018 -- merges on first use
+        return self._merged[1]
+
+
 @dataclass(frozen=True)
 class MeanPooling:
     """A transformer, mean pooling and normalisation, as read from a sentence-transformers folder's configuration."""
@@ -515,17 +543,22 @@ def default_model_folder() -> Path:
     return Path(spec.origin).parent / "model"
 
 
-def merged_folder(adapter: Path) -> Path:
-    """The sentence-transformers folder of the LoRA adapter in `adapter` merged into its base (read from the
-    adapter's `embedder.json`; the stock embedder), made once under `$AUTOTOOL_HOME/models/merged/`, keyed by
-    a digest of the adapter's files (a retrained adapter gets a new folder)."""
+def adapter_base(adapter: Path) -> str:
+    """The base model the adapter folder's `embedder.json` names; `EmbedderError` unless it is the stock model."""
     try:
-        meta = json.loads((adapter / "embedder.json").read_text())
-        base = meta["base"]
+        base = json.loads((adapter / "embedder.json").read_text())["base"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise EmbedderError(f"{adapter / 'embedder.json'}: expected JSON naming the adapter's base ({e})") from None
     if base != STOCK_EMBEDDER:
         raise EmbedderError(f"{adapter / 'embedder.json'}: base {base!r}; adapters over {STOCK_EMBEDDER} only")
+    return base
+
+
+def merged_folder(adapter: Path) -> Path:
+    """The sentence-transformers folder of the LoRA adapter in `adapter` merged into its base (read from the
+    adapter's `embedder.json`; the stock embedder), made once under `$AUTOTOOL_HOME/models/merged/`, keyed by
+    a digest of the adapter's files (a retrained adapter gets a new folder)."""
+    base = adapter_base(adapter)
     digest = hashlib.sha256()
     for name in ("adapter_config.json", "adapter_model.safetensors"):
         try:
@@ -534,6 +567,10 @@ def merged_folder(adapter: Path) -> Path:
             raise EmbedderError(f"{adapter / name} cannot be read ({e.strerror})") from None
     target = autotool_home() / "models" / "merged" / f"{adapter.resolve().name}-{digest.hexdigest()[:16]}"
     if (target / "modules.json").is_file():
+        if (adapter / "manifest.json").is_file() and not (
+            target / "manifest.json"
+        ).is_file():  # merged before it was kept
+            atomic_write(target / "manifest.json", (adapter / "manifest.json").read_text())
         return target
     from peft import PeftModel
     from sentence_transformers import SentenceTransformer
@@ -545,6 +582,8 @@ def merged_folder(adapter: Path) -> Path:
         raise EmbedderError(f"{adapter}: not a LoRA adapter over {base} ({type(e).__name__}: {e})") from None
     staging = target.with_name(f".{target.name}.{os.getpid()}")
     model.save(str(staging))
+    if (adapter / "manifest.json").is_file():  # its provenance travels with it (`embedder_trained_on`)
+        shutil.copyfile(adapter / "manifest.json", staging / "manifest.json")
     try:
         os.replace(staging, target)
     except OSError:  # another process finished first
@@ -562,10 +601,17 @@ def embedder_trained_on(spec: str) -> list[dict]:
     if spec.startswith("hash:") or spec == STOCK_EMBEDDER or not path.is_file():
         return []
     try:
-        entries = json.loads(path.read_text()).get("trained_on") or []
+        entries = json.loads(path.read_text()).get("trained_on", [])
     except (OSError, ValueError, AttributeError) as e:
         raise EmbedderError(f"{path}: not a readable embedder manifest ({e})") from None
-    return [e for e in entries if isinstance(e, dict)]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise EmbedderError(f"{path}: field 'trained_on' must be a list of objects, got {short_json(entries)}")
+    return entries
+
+
+def short_json(value, limit: int = 60) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 _loaded: dict[str, Embedder] = {}
@@ -578,14 +624,14 @@ def load_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
         if spec == STOCK_EMBEDDER:
             _loaded[spec] = SentenceTransformerEmbedder(default_model_folder(), id=STOCK_EMBEDDER)
         elif spec in SHIPPED_ADAPTERS:
-            _loaded[spec] = SentenceTransformerEmbedder(merged_folder(SHIPPED_ADAPTERS[spec]), id=spec)
+            _loaded[spec] = MergedAdapterEmbedder(SHIPPED_ADAPTERS[spec], id=spec)
         elif spec.startswith("hash:"):
             try:
                 _loaded[spec] = HashEmbedder(int(spec.removeprefix("hash:")))
             except ValueError:
                 raise EmbedderError(f"bad embedder spec {spec!r}; expected hash:DIM, e.g. hash:384") from None
         elif (Path(spec) / "adapter_config.json").is_file():
-            embedder = SentenceTransformerEmbedder(merged_folder(Path(spec)), id=str(Path(spec).resolve()))
+            embedder = MergedAdapterEmbedder(Path(spec), id=str(Path(spec).resolve()))
             _loaded[spec] = _loaded[embedder.id] = embedder
         elif Path(spec).is_dir():
             embedder = SentenceTransformerEmbedder(spec)

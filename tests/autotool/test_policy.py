@@ -354,3 +354,17 @@ def test_a_policy_reads_the_embedders_its_manifest_also_lists(bank, policy, tmp_
     assert Policy.load(tmp_path / "p", ToolBank.create(tmp_path / "tuned", tuned)).embedder == "hash:64"
     with pytest.raises(PolicyError, match=r"reads embeddings of hash:64 or tuned:64 or hash:32 \(dim 64\)"):
         Policy.load(tmp_path / "p", ToolBank.create(tmp_path / "other", HashEmbedder(32)))  # listed, other dim
+
+
+def test_a_policy_trained_on_the_stock_embedder_reads_banks_of_the_tuned_default(bank, policy, tmp_path):
+    from autotool.policy import readable_embedders, reads_embeddings_of
+    from toolbank import STOCK_EMBEDDER, TUNED_EMBEDDER
+
+    policy.save(tmp_path / "p")
+    manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    stock = {**manifest, "embedder": STOCK_EMBEDDER, "dim": 64}
+    assert readable_embedders(stock) == [STOCK_EMBEDDER, TUNED_EMBEDDER]  # what `make train-default` writes
+    assert readable_embedders(manifest) == ["hash:64"]  # only the stock model gets the tuned one added
+    tuned = HashEmbedder(64)
+    tuned.id = TUNED_EMBEDDER  # a bank built with the new default (without loading the model)
+    assert reads_embeddings_of(stock, ToolBank.create(tmp_path / "tuned", tuned))

@@ -225,5 +225,20 @@ def test_an_embedder_fine_tuned_on_the_catalog_is_refused_where_its_splits_are_n
     args = ["--bench", str(folder), "--methods", "bm25", "--embedder", str(adapter)]
     result = CliRunner().invoke(main, args + ["--split", "all"])
     assert result.exit_code == 2 and "fine-tuned on tiny (train split" in result.output, result.output  # by digest
+    for split, seed in [("train", 0), ("unseen-test", 1)]:  # its own training text; another seed's held-out part
+        result = CliRunner().invoke(main, args + ["--split", split, "--seed", str(seed)])
+        assert result.exit_code == 2 and f"--seed {seed}) would score it" in result.output, result.output
     result = CliRunner().invoke(main, args + ["--split", "unseen-test"])
     assert "fine-tuned" not in result.output and "not a sentence-transformers model folder" in result.output
+    (adapter / "manifest.json").write_text(json.dumps({"trained_on": {"catalog": "tiny"}}))
+    result = CliRunner().invoke(main, args + ["--split", "unseen-test"])
+    assert result.exit_code == 1 and "field 'trained_on' must be a list of objects" in result.output
+
+
+def test_training_with_an_embedder_fine_tuned_on_every_tool_of_the_catalog_is_refused(tmp_path):
+    from training.data import DataError
+    from training.trainer import RunConfig, Trainer
+
+    with pytest.raises(DataError, match="'tools' was fine-tuned on metatool \\(all split.*use embedder: stock"):
+        Trainer(RunConfig(benchmark="metatool", out=str(tmp_path / "run"), embedder="tools"), ["sft"], "phase 1")
+    assert not (tmp_path / "run").exists()

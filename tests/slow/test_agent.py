@@ -1,5 +1,6 @@
 """Slow: `Agent` runs multi-step tasks with Python functions against the shipped policy (SmolLM2-135M + LoRA)
-on a bank with the default embedder (all-MiniLM-L6-v2). Run with `pytest -m slow tests/slow/test_agent.py -s`
+on a bank with the default embedder (all-MiniLM-L6-v2 with the shipped fine-tuned adapter; the trajectories below
+held on the stock model too, before it became the default). Run with `pytest -m slow tests/slow/test_agent.py -s`
 to see the trajectories.
 
 The shipped policy was trained on steps, never on answers (the benchmarks hold none, training/data.py), so it
@@ -80,11 +81,11 @@ def shop(tmp_path_factory):
         calls.append(("translate", text, language))
         return text
 
-    bank = ToolBank.create(tmp_path_factory.mktemp("agent") / "bank")  # all-MiniLM-L6-v2, offline
+    bank = ToolBank.create(tmp_path_factory.mktemp("agent") / "bank")  # the default, fine-tuned embedder, offline
     agent = Agent(bank, namespace="shop")
     for fn in (get_order, convert_currency, get_customer_email, send_email, get_weather, search_flights, translate):
         agent.register(fn)
-    agent.policy = default_policy(bank)  # the shipped policy: it reads all-MiniLM-L6-v2 embeddings
+    agent.policy = default_policy(bank)  # the shipped policy: it reads both all-MiniLM-L6-v2 embeddings
     assert agent.policy.trained
     yield agent, calls
     bank.close()

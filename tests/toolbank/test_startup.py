@@ -209,3 +209,18 @@ def test_serve_preload_loads_before_reading_a_request_and_stderr_stays_quiet(tmp
 def test_serve_help_lists_the_flag(flag):
     out = subprocess.run([sys.executable, "-m", "toolbank", "serve", "--help"], capture_output=True, text=True)
     assert flag in out.stdout
+
+
+def test_creating_a_bank_with_the_default_embedder_merges_nothing_and_imports_no_torch(tmp_path):
+    """The default embedder is the shipped adapter over all-MiniLM-L6-v2; it is merged on first embedding."""
+    code = (
+        "import json, sys\n"
+        "from toolbank import DEFAULT_EMBEDDER, ToolBank\n"
+        "bank = ToolBank.create(sys.argv[1])\n"
+        f"print(json.dumps([bank.embedder_id, bank.dim, [m for m in {HEAVY!r} if m in sys.modules]]))\n"
+    )
+    env = {**os.environ, "AUTOTOOL_HOME": str(tmp_path / "home")}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "bank")], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == ["autotool/all-MiniLM-L6-v2-tools", 384, []]
+    assert not (tmp_path / "home" / "models" / "merged").exists()
