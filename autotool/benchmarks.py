@@ -165,7 +165,7 @@ class Split:
         return None if split == "all" else self.queries[split]
 
 
-def tools_digest(bench: Benchmark) -> str:
+def _tools_digest(bench: Benchmark) -> str:
     return hashlib.sha256("\n".join(sorted(bench.tool_names)).encode()).hexdigest()[:16]
 
 
@@ -231,7 +231,7 @@ def load_split(bench: Benchmark, seed: int = 0) -> Split:
             split = Split(data["bench"], data["seed"], data["tools"], data["queries"])
         except (OSError, ValueError, KeyError) as e:
             raise BenchmarkError(f"{path} is not a split file ({e}); delete it to make it again") from None
-        if data.get("tools_digest") != tools_digest(bench):
+        if data.get("tools_digest") != _tools_digest(bench):
             raise BenchmarkError(
                 f"{path} was made for another tool list than {bench.folder / 'tools.jsonl'}; "
                 "delete it to make the split again (and retrain on the new split)"
@@ -252,7 +252,7 @@ def save_split(bench: Benchmark, split: Split) -> Path:
                 "version": SPLIT_VERSION,
                 "bench": split.bench,
                 "seed": seed,
-                "tools_digest": tools_digest(bench),
+                "tools_digest": _tools_digest(bench),
                 "tools": split.tools,
                 "queries": split.queries,
             },
@@ -291,7 +291,7 @@ def select_queries(
 def catalog_role(bench: Benchmark) -> str | None:
     """`training` or `foreign-validation` when `bench` is one of those vendored catalogs (by folder, or by the
     same tool names under another folder), else None (a catalog of your own)."""
-    digest = tools_digest(bench)
+    digest = _tools_digest(bench)
     for role, names in (("training", TRAINING_CATALOGS), ("foreign-validation", FOREIGN_VALIDATION)):
         for name in names:
             if bench.folder.resolve() == (DATA / name).resolve():
@@ -306,7 +306,7 @@ def catalog_role(bench: Benchmark) -> str | None:
 def training_record(bench: Benchmark, seed: int, split: str = "train") -> dict:
     """One entry of a manifest's `trained_on`: the catalog (its name and a digest of its tool names, so a copy
     under another name is still recognised), the query split and the split's seed."""
-    return {"catalog": bench.name, "split": split, "seed": seed, "tools_digest": tools_digest(bench)}
+    return {"catalog": bench.name, "split": split, "seed": seed, "tools_digest": _tools_digest(bench)}
 
 
 def merge_trained_on(*lists: list[dict]) -> list[dict]:
@@ -366,11 +366,29 @@ def trained_catalogs(policy: str | Path) -> set[str]:
     return {e["catalog"] for e in policy_trained_on(policy)}
 
 
+def entries_of_bench(entries: list[dict], bench: Benchmark) -> list[dict]:
+    """The `trained_on` entries that are `bench`: the same catalog name, or the same digest of tool names."""
+    digest = _tools_digest(bench)
+    return [e for e in entries if e.get("catalog") == bench.name or e.get("tools_digest") == digest]
+
+
 def trained_on_bench(policy: str | Path, bench: Benchmark) -> list[dict]:
-    """The entries of `policy_trained_on(policy)` that are `bench`: the same catalog name, or the same digest
-    of tool names. Empty when the policy never trained on it."""
-    digest = tools_digest(bench)
-    return [e for e in policy_trained_on(policy) if e["catalog"] == bench.name or e.get("tools_digest") == digest]
+    """The entries of `policy_trained_on(policy)` that are `bench`. Empty when the policy never trained on it."""
+    return entries_of_bench(policy_trained_on(policy), bench)
+
+
+def embedder_trained_on_bench(embedder: str, bench: Benchmark) -> list[dict]:
+    """The entries of `toolbank.embed.embedder_trained_on(embedder)` (what an adapter was fine-tuned on) that
+    are `bench`. Empty for the stock model and for an adapter that never saw the catalog."""
+    from toolbank.embed import embedder_trained_on
+
+    return entries_of_bench(embedder_trained_on(embedder), bench)
+
+
+def held_out_from(entry: dict, seed: int) -> bool:
+    """Whether split `seed`'s val and test tools were held out from the training that `entry` records: it trained
+    on that seed's train split only."""
+    return entry.get("split") == "train" and entry.get("seed") == seed
 
 
 def benchmark_bank(bench: Benchmark, embedder: str = "stock", root: Path | None = None) -> ToolBank:

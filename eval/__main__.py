@@ -218,14 +218,10 @@ def refuse_if_embedder_trained(embedder: str, benchmark, split_names: list[str],
     the adapter's manifest) so that the splits asked for are not held out from it: trained on every tool
     (split `all`), any split; on one seed's train split, `--split all` or `train`, or another seed's split
     (whose held-out tools are not the ones it left out)."""
-    from autotool.benchmarks import tools_digest
-    from toolbank.embed import embedder_trained_on
+    from autotool.benchmarks import embedder_trained_on_bench, held_out_from
 
-    digest = tools_digest(benchmark)
-    for entry in embedder_trained_on(embedder):
-        if entry.get("catalog") != benchmark.name and entry.get("tools_digest") != digest:
-            continue
-        if entry.get("split") != "train" or entry.get("seed") != seed or "all" in split_names or "train" in split_names:
+    for entry in embedder_trained_on_bench(embedder, benchmark):
+        if not held_out_from(entry, seed) or "all" in split_names or "train" in split_names:
             raise TrainedOnCatalog(
                 f"embedder {embedder!r} was fine-tuned on {benchmark.name} ({entry.get('split')} split, seed "
                 f"{entry.get('seed')}, {entry.get('queries', '?')} queries), so this evaluation (--split "

@@ -567,10 +567,7 @@ def merged_folder(adapter: Path) -> Path:
             raise EmbedderError(f"{adapter / name} cannot be read ({e.strerror})") from None
     target = autotool_home() / "models" / "merged" / f"{adapter.resolve().name}-{digest.hexdigest()[:16]}"
     if (target / "modules.json").is_file():
-        if (adapter / "manifest.json").is_file() and not (
-            target / "manifest.json"
-        ).is_file():  # merged before it was kept
-            atomic_write(target / "manifest.json", (adapter / "manifest.json").read_text())
+        _keep_provenance(adapter, target)  # a folder merged before the manifest was kept gets it now
         return target
     from peft import PeftModel
     from sentence_transformers import SentenceTransformer
@@ -582,13 +579,19 @@ def merged_folder(adapter: Path) -> Path:
         raise EmbedderError(f"{adapter}: not a LoRA adapter over {base} ({type(e).__name__}: {e})") from None
     staging = target.with_name(f".{target.name}.{os.getpid()}")
     model.save(str(staging))
-    if (adapter / "manifest.json").is_file():  # its provenance travels with it (`embedder_trained_on`)
-        shutil.copyfile(adapter / "manifest.json", staging / "manifest.json")
+    _keep_provenance(adapter, staging)
     try:
         os.replace(staging, target)
     except OSError:  # another process finished first
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def _keep_provenance(adapter: Path, folder: Path) -> None:
+    """Copy the adapter's `manifest.json` (what it was trained on, `embedder_trained_on`) into its merged
+    `folder` when that has none."""
+    if (adapter / "manifest.json").is_file() and not (folder / "manifest.json").is_file():
+        atomic_write(folder / "manifest.json", (adapter / "manifest.json").read_text())
 
 
 def embedder_trained_on(spec: str) -> list[dict]:

@@ -118,12 +118,12 @@ class Trainer:
             FOREIGN_VALIDATION,
             benchmark_bank,
             catalog_role,
+            embedder_trained_on_bench,
+            held_out_from,
             load_benchmark,
             load_split,
             make_split,
-            tools_digest,
         )
-        from toolbank.embed import embedder_trained_on
 
         self.config, self.stages = config, stages
         if config.threads > 0:
@@ -141,11 +141,8 @@ class Trainer:
                 f"{config.benchmark} is a foreign validation catalog ({', '.join(FOREIGN_VALIDATION)}): "
                 "it is never trained on; train on a training catalog or a catalog of your own"
             )
-        for entry in embedder_trained_on(config.embedder):
-            tuned_here = entry.get("catalog") == self.bench.name or entry.get("tools_digest") == tools_digest(
-                self.bench
-            )
-            if tuned_here and (entry.get("split") != "train" or entry.get("seed") != config.seed):
+        for entry in embedder_trained_on_bench(config.embedder, self.bench):
+            if not held_out_from(entry, config.seed):
                 raise DataError(
                     f"embedder {config.embedder!r} was fine-tuned on {self.bench.name} ({entry.get('split')} split, "
                     f"seed {entry.get('seed')}): this run's val and test tools would not be held out from it; "
