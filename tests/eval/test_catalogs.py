@@ -35,7 +35,7 @@ SHIPPED = DATA.parent / "default_policy"
 
 def test_catalog_roles_are_disjoint_and_every_vendored_catalog_has_one():
     roles = [TRAINING_CATALOGS, FOREIGN_VALIDATION, ABSTENTION]
-    assert sum(map(len, roles)) == len(set().union(*roles)) == 5
+    assert sum(map(len, roles)) == len(set().union(*roles)) == 6
     assert set(VENDORED) == set(TRAINING_CATALOGS) | set(FOREIGN_VALIDATION)
     assert {p.name for p in DATA.iterdir() if p.is_dir() and not p.name.startswith("_")} == set().union(*roles)
 
@@ -242,3 +242,42 @@ def test_training_with_an_embedder_fine_tuned_on_every_tool_of_the_catalog_is_re
     with pytest.raises(DataError, match="'tools' was fine-tuned on metatool \\(all split.*use embedder: stock"):
         Trainer(RunConfig(benchmark="metatool", out=str(tmp_path / "run"), embedder="tools"), ["sft"], "phase 1")
     assert not (tmp_path / "run").exists()
+
+
+def test_bfcl_is_a_training_catalog_with_its_licence_and_every_call_in_the_catalog():
+    bench = load_benchmark("bfcl")
+    assert catalog_role(bench) == "training"
+    assert "Apache" in (DATA / "bfcl" / "LICENSE").read_text()
+    meta = json.loads((DATA / "bfcl" / "meta.json").read_text())
+    assert meta["counts"]["tools"] == len(bench.tools) and meta["counts"]["queries"] == len(bench.queries)
+    assert len(meta["wheel_sha256"]) == 64
+    names = {t.name for t in bench.tools}
+    assert all(c["tool"] in names for q in bench.queries for c in q.calls)
+    assert sum(len(steps_of(q)) for q in bench.queries) == meta["counts"]["calls"] == 3152
+
+
+def test_bfcl_types_become_json_schema_and_answers_their_first_acceptable_value():
+    from autotool.data.vendor_bfcl import first_value, json_schema
+
+    bfcl = {
+        "type": "dict",
+        "properties": {
+            "rate": {"type": "float"},
+            "pair": {"type": "tuple", "items": {"type": "integer"}},
+            "anything": {"type": "any", "description": "x"},
+            "nested": {"type": "dict", "properties": {"on": {"type": "boolean"}}},
+        },
+    }
+    assert json_schema(bfcl) == {
+        "type": "object",
+        "properties": {
+            "rate": {"type": "number"},
+            "pair": {"type": "array", "items": {"type": "integer"}},
+            "anything": {"description": "x"},
+            "nested": {"type": "object", "properties": {"on": {"type": "boolean"}}},
+        },
+    }
+    assert first_value(["", "celsius"]) == "celsius"  # "" is BFCL's "may be omitted"
+    assert first_value([""]) == ""
+    assert first_value([{"size": ["large", "L"], "note": [""]}]) == {"size": "large"}
+    assert first_value([[1, 2], [2, 1]]) == [1, 2]

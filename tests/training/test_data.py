@@ -106,7 +106,7 @@ def test_multi_step_trajectories_become_one_example_per_step_with_earlier_steps_
     assert second.gold_call == {"name": multi["steps"][1]["tool"], "arguments": multi["steps"][1]["arguments"]}
 
 
-@pytest.mark.parametrize("name", ["metatool", "seal_tools"])
+@pytest.mark.parametrize("name", ["metatool", "seal_tools", "bfcl"])
 def test_no_held_out_tool_reaches_the_vendored_training_data(name, seal):
     bench, split = seal if name == "seal_tools" else (load_benchmark(name), load_split(load_benchmark(name)))
     trajectories, counts = build_trajectories(bench, split)
