@@ -6,8 +6,8 @@
 The triples come from each training catalog's split (seed 0): its train queries and train tools only, so
 the split's validation and unseen tools, and every foreign catalog, stay unseen (`--every-query` takes a
 whole catalog instead, for leave-one-catalog-out). A request with two gold
-tools gives two triples. The hard negative is the highest-ranked train tool of the same catalog that is not
-gold for the request, under the stock embedder. Training is sentence-transformers' own
+tools gives two triples. The hard negatives (`--negatives`, one by default) are the highest-ranked train tools
+of the same catalog that are not gold for the request, under the stock embedder. Training is sentence-transformers' own
 `SentenceTransformerTrainer` with `MultipleNegativesRankingLoss` (the other requests' tools in the batch
 are negatives too), on a LoRA adapter (PEFT) over all-MiniLM-L6-v2, so what ships is a few MB.
 
@@ -34,10 +34,10 @@ ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of th
 
 
 def triples(
-    catalog: str, seed: int = 0, limit: int | None = None, every_query: bool = False
-) -> tuple[list[tuple[str, str, str]], dict]:
-    """(request, gold tool text, hard negative text) for the train queries of `catalog` (every query and tool
-    with `every_query`), and its record for the manifest."""
+    catalog: str, seed: int = 0, limit: int | None = None, every_query: bool = False, negatives: int = 1
+) -> tuple[list[tuple[str, ...]], dict]:
+    """(request, gold tool text, `negatives` hard negative texts) for the train queries of `catalog` (every
+    query and tool with `every_query`), and its record for the manifest."""
     from toolbank import load_embedder
 
     bench = load_benchmark(catalog)
@@ -55,10 +55,10 @@ def triples(
     ranks = np.argsort(-(query_vectors @ tool_vectors.T), axis=1)[:, :16]  # (queries, 16)
     rows = []
     for q, ranked in zip(queries, ranks):
-        negative = next((names[i] for i in ranked if names[i] not in q.gold_tools), None)
-        if negative is None:
+        hard = [text[names[i]] for i in ranked if names[i] not in q.gold_tools][:negatives]
+        if len(hard) < negatives:
             continue
-        rows += [(q.text, text[gold], text[negative]) for gold in dict.fromkeys(q.gold_tools)]
+        rows += [(q.text, text[gold], *hard) for gold in dict.fromkeys(q.gold_tools)]
     record = training_record(bench, seed, "all" if every_query else "train") | {
         "queries": len(queries),
         "triples": len(rows),
@@ -84,13 +84,20 @@ def triples(
     help="Every query and tool of each catalog, not its split's train part (for leave-one-catalog-out runs; "
     "a catalog trained on so is no longer fit for within-catalog figures).",
 )
+@click.option(
+    "--negatives",
+    type=click.IntRange(1, 16),
+    default=1,
+    show_default=True,
+    help="Hard negatives a request: the stock embedder's highest-ranked tools of its catalog that are not gold.",
+)
 @click.option("--epochs", type=float, default=1.0, show_default=True)
 @click.option("--batch-size", type=int, default=64, show_default=True, help="Triples a step (in-batch negatives).")
 @click.option("--lr", type=float, default=2e-4, show_default=True, help="Learning rate of the adapter.")
 @click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank.")
 @click.option("--max-length", type=int, default=128, show_default=True, help="Tokens kept of each text while training.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Split and shuffling seed.")
-def main(out, catalogs, per_catalog, every_query, epochs, batch_size, lr, rank, max_length, seed):
+def main(out, catalogs, per_catalog, every_query, negatives, epochs, batch_size, lr, rank, max_length, seed):
     from datasets import Dataset
     from peft import LoraConfig, TaskType, get_peft_model
     from sentence_transformers import (
@@ -109,12 +116,13 @@ def main(out, catalogs, per_catalog, every_query, epochs, batch_size, lr, rank, 
         raise CommandError(f"--catalog {unknown[0]}: expected a training catalog ({', '.join(TRAINING_CATALOGS)})")
     rows, records = [], []
     for catalog in catalogs:
-        catalog_rows, record = triples(catalog, seed, per_catalog, every_query)
+        catalog_rows, record = triples(catalog, seed, per_catalog, every_query, negatives)
         rows += catalog_rows
         records.append(record)
         click.echo(f"{catalog}: {record['triples']} triples from {record['queries']} train requests", err=True)
     random.Random(seed).shuffle(rows)
-    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(("anchor", "positive", "negative"))})
+    columns = ["anchor", "positive", *(f"negative_{i + 1}" for i in range(negatives))]
+    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(columns)})
 
     model = SentenceTransformer(str(default_model_folder()), device="cpu")
     full_length = model.max_seq_length
@@ -157,7 +165,8 @@ def main(out, catalogs, per_catalog, every_query, epochs, batch_size, lr, rank, 
         "embedder": embedder_id,
         "base": STOCK_EMBEDDER,
         "trained_on": records,
-        "loss": "MultipleNegativesRankingLoss, one hard negative a triple",
+        "loss": f"MultipleNegativesRankingLoss, {negatives} hard negative(s) a request",
+        "negatives": negatives,
         "adapter": {"type": "lora", "rank": rank, "alpha": 2 * rank, "modules": ADAPTER_MODULES},
         "epochs": epochs,
         "batch_size": batch_size,

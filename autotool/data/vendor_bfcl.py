@@ -17,9 +17,11 @@ request with the names of its gold functions, so a selector must find them among
   type. A tool whose schema still fails Draft 2020-12 `check_schema`, or whose name breaks the tool-bank rule,
   is left out with every request that needs it (listed in `meta.json`).
 - **Requests**: the user messages of the one turn, joined with a newline (system messages dropped).
-  `gold_tools` are the distinct functions of the ground truth in call order; `gold_args.calls` every call with,
-  for each argument, the first acceptable value upstream lists (an argument whose only acceptable value is
-  the empty string, BFCL's "may be omitted", is left out).
+  `gold_tools` are the distinct functions of the ground truth in call order; `gold_args.calls` one call per
+  function, its first (BFCL's parallel categories call one function several times; a selection step chooses a
+  tool once, and a tool called at an earlier step is not a candidate again), with, for each argument, the
+  first acceptable value upstream lists (an argument whose only acceptable value is the empty string, BFCL's
+  "may be omitted", is left out).
 
 Deterministic: the same wheel gives the same files. `meta.json` records the wheel's sha256.
 """
@@ -119,17 +121,22 @@ def vendor(wheel: Path, target: Path) -> dict:
             continue
         tools[name] = {"name": name, "description": description, "parameters": parameters, "source": "bfcl"}
 
-    queries, dropped_queries, per_category = [], {}, Counter()
+    queries, dropped_queries, per_category, repeated_calls = [], {}, Counter(), 0
     for category in CATEGORIES:
         for entry, answer in rows[category]:
             turn = entry["question"][0]
             text = "\n".join(m["content"] for m in turn if m["role"] == "user").strip()
-            calls = [
-                {"tool": name, "args": {k: v for k, v in ((k, first_value(a)) for k, a in args.items()) if v != ""}}
-                for call in answer["ground_truth"]
-                for name, args in call.items()
-            ]
-            gold = list(dict.fromkeys(c["tool"] for c in calls))
+            calls = {}  # one call per function: its first (a tool is selected once; see the docstring)
+            for name, args in (item for call in answer["ground_truth"] for item in call.items()):
+                if name in calls:
+                    repeated_calls += 1
+                    continue
+                calls[name] = {
+                    "tool": name,
+                    "args": {k: v for k, v in ((k, first_value(a)) for k, a in args.items()) if v != ""},
+                }
+            calls = list(calls.values())
+            gold = [c["tool"] for c in calls]
             missing = [n for n in gold if n not in tools]
             if missing or not text or not gold:
                 dropped_queries[entry["id"]] = f"gold tool {missing[0]} left out" if missing else "no request or call"
@@ -162,6 +169,7 @@ def vendor(wheel: Path, target: Path) -> dict:
             "queries_per_category": dict(per_category),
             "gold_tools_per_query": dict(sorted(Counter(str(len(q["gold_tools"])) for q in queries).items())),
             "calls": sum(len(q["gold_args"]["calls"]) for q in queries),
+            "repeated_calls_dropped": repeated_calls,
             "names_with_several_wordings": sum(len(c) > 1 for c in wordings.values()),
             "wordings_dropped": sum(len(c) - 1 for c in wordings.values()),
         },

@@ -253,7 +253,10 @@ def test_bfcl_is_a_training_catalog_with_its_licence_and_every_call_in_the_catal
     assert len(meta["wheel_sha256"]) == 64
     names = {t.name for t in bench.tools}
     assert all(c["tool"] in names for q in bench.queries for c in q.calls)
-    assert sum(len(steps_of(q)) for q in bench.queries) == meta["counts"]["calls"] == 3152
+    assert sum(len(steps_of(q)) for q in bench.queries) == meta["counts"]["calls"] == 2667
+    assert all(
+        len(set(s.context)) == len(s.context) and s.gold not in s.context for q in bench.queries for s in steps_of(q)
+    )
 
 
 def test_bfcl_types_become_json_schema_and_answers_their_first_acceptable_value():
