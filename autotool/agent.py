@@ -500,7 +500,7 @@ class Agent:
             if len(called) >= available:
                 trajectory.stop = "no_tools"
                 break
-            step = StepInput(query, history(records, self.bank.get), called + stale)
+            step = StepInput(query, history(records, self.bank.get), called + stale, called)
             (selection,) = select_steps(
                 policy,
                 self.bank,

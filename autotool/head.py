@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from autotool.prompts import tool_card
-from autotool.selection import ANCHORS, HEAD_KEYS, HeadValues, StepInput, normalised_bm25
+from autotool.selection import ANCHORS, HEAD_KEYS, HeadValues, StepInput, lexical_query, normalised_bm25
 from toolbank import Tool, ToolBank
 from toolbank.search import BM25Index
 
@@ -135,10 +135,12 @@ class ToolTable:
         self.cards = [tool_card(t) for t in self.tools]
         self._bm25: BM25Index | None = None
 
-    def lexical(self, queries: Sequence[str]) -> torch.Tensor:
-        """(n, n_tools) normalised BM25 score of each query against each tool's text."""
+    def lexical(self, steps: Sequence[StepInput]) -> torch.Tensor:
+        """(n, n_tools) normalised BM25 score of each step's `lexical_query` against each tool's text."""
         if self._bm25 is None:
             self._bm25 = BM25Index(list(range(len(self.tools))), [t.text for t in self.tools])
+        text_of = {t.qualified_name: t.text for t in self.tools}.get
+        queries = [lexical_query(step, text_of) for step in steps]
         return torch.from_numpy(np.stack([normalised_bm25(self._bm25.scores(q)) for q in queries]))
 
     def excluded(self, steps: Sequence[StepInput]) -> torch.Tensor:
@@ -155,7 +157,7 @@ class ToolTable:
 def table_logits(head: AnchorHead, table: ToolTable, anchors: torch.Tensor, steps: Sequence[StepInput]) -> torch.Tensor:
     """(batch, n_tools) logits of `p(t | e')` over every tool of `table` (with gradients through `anchors` and
     the head); excluded tools at -inf."""
-    lexical = table.lexical([s.query for s in steps]) if head.uses_lexical else None
+    lexical = table.lexical(steps) if head.uses_lexical else None
     later = torch.tensor([s.later for s in steps], device=anchors.device)
     logits = head.logits(anchors, table.vectors.to(anchors.device), lexical, later)
     return logits.masked_fill(table.excluded(steps).to(anchors.device), float("-inf"))

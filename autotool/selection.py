@@ -4,7 +4,9 @@ a tool table) in; candidates and their probabilities out.
 `p(t_k | e') = softmax_k(2 g (e'.e_k + l bm25_k))` (AutoTool eq. 4 for unit vectors, where
 `-g ||e' - e_k||^2 = 2 g e'.e_k` up to a per-row constant), with `bm25_k` the BM25 score of the request against
 tool k over the best one's (in [0, 1]) and `l` the head's lexical weight (`l_later` at a step after earlier
-calls; both 0 unless calibrated). Tools that earlier steps of the task called are not candidates.
+calls; both 0 unless calibrated). At a step after earlier calls, BM25 reads only the request's words that the
+called tools' texts do not contain (`lexical_query`): the words that named those calls are explained, and they
+no longer pull up the tools that share them. Tools that earlier steps of the task called are not candidates.
 
 Served (`top_k` set, the default 64): the candidates are the `top_k` tools by `e'.e_k` and, when the head
 has a lexical prior, the `top_k` by BM25; the softmax runs over them, and a candidate outside the BM25 top-K
@@ -20,7 +22,8 @@ distribution in PyTorch (autotool/head.py); tests/autotool/test_selection.py hol
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,11 +43,35 @@ class StepInput:
     query: str
     context: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    called: tuple[str, ...] | None = None  # the tools earlier steps called; None: `exclude`
 
     @property
     def later(self) -> bool:
         """The step follows earlier calls (its lexical prior is weighed by `l_later`)."""
         return bool(self.context)
+
+    @property
+    def called_tools(self) -> tuple[str, ...]:
+        return self.exclude if self.called is None else self.called
+
+
+_WORD = re.compile(r"[^\W_]+")  # letters and digits, any script
+
+
+def _words(text: str) -> set[str]:
+    """Lower-cased words of `text`, names split at case changes, `_`, `.` and `-` (`GetUserToken`: get, user,
+    token)."""
+    return set(_WORD.findall(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text).lower()))
+
+
+def lexical_query(step: StepInput, text_of: Callable[[str], str | None]) -> str:
+    """The text BM25 scores for `step`: the request, less, at a step after earlier calls, the words that the texts
+    of the called tools (`text_of(name)`, None for a tool no longer there) contain."""
+    texts = [t for t in map(text_of, step.called_tools) if t] if step.later else []
+    if not texts:
+        return step.query
+    known = set().union(*map(_words, texts))
+    return " ".join(w for w in _WORD.findall(step.query.lower()) if w not in known)
 
 
 @dataclass
@@ -175,7 +202,7 @@ def _table_candidates(
 ) -> list[list[Candidate]]:
     vectors = table.vectors.numpy()
     cosines = anchors @ vectors.T  # (n, n_tools)
-    lexical = table.lexical([s.query for s in steps]).numpy().astype(np.float32) if head.uses_lexical else None
+    lexical = table.lexical(steps).numpy().astype(np.float32) if head.uses_lexical else None
     excluded = table.excluded(steps).numpy()
     out = []
     for row, step in enumerate(steps):
@@ -220,7 +247,8 @@ def _bank_candidates(
     cosine = {h.name: h.score for h in dense}
     lexical: dict[str, float] = {}
     if head.uses_lexical:
-        hits = bank.search(step.query, k=depth, mode="bm25", namespace=namespace, tags=tags)
+        text = lexical_query(step, lambda name: bank.get(name).text if name in bank else None)
+        hits = bank.search(text, k=depth, mode="bm25", namespace=namespace, tags=tags) if text.strip() else []
         # normalised over every tool, called ones too, as in training
         scores = normalised_bm25(np.array([h.score for h in hits], dtype=np.float32))
         kept = [(h, s) for h, s in zip(hits, scores) if h.name not in called][:top_k]

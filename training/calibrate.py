@@ -65,7 +65,7 @@ class ValSteps:
     query: torch.Tensor  # (n, dim) E(query)
     rationale: torch.Tensor  # (n, dim) E(rationale), zeros where the policy wrote none
     hidden_term: torch.Tensor  # (n, dim) W h (zeros while W is zero)
-    lexical: torch.Tensor  # (n, n_tools) BM25 of the query against each tool, over the query's best
+    lexical: torch.Tensor  # (n, n_tools) BM25 of the step's lexical query against each tool, over its best
     gold: torch.Tensor  # (n,) index of the gold tool in `table`
     later: torch.Tensor  # (n,) bool: the step follows earlier calls
     excluded: torch.Tensor  # (n, n_tools) bool: tools earlier steps called, not to be chosen again
@@ -108,7 +108,7 @@ def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: in
         embed(table.embedder, [s.query.text for s in steps]),
         embed(table.embedder, rationales),
         hidden_term,
-        table.lexical([s.query.text for s in steps]),
+        table.lexical(inputs),
         torch.tensor([table.index[s.gold] for s in steps]),
         torch.tensor([s.index > 0 for s in steps]),
         table.excluded(inputs),

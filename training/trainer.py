@@ -59,7 +59,9 @@ class EvalConfig:
 class RunConfig:
     """What both phases share: the data, the policy, the run folder, checkpoints and evaluation."""
 
-    benchmark: str = field(default="metatool", metadata={"help": "metatool, seal_tools or a benchmark folder"})
+    benchmark: str = field(
+        default="metatool", metadata={"help": "a training catalog (metatool, seal_tools, bfcl) or a benchmark folder"}
+    )
     seed: int = field(default=0, metadata={"help": "the tool split's seed (splits/seedN.json)"})
     out: str = field(
         default="runs/train",

@@ -24,6 +24,7 @@ from autotool.benchmarks import benchmark_bank, load_benchmark
 from autotool.head import ToolTable
 from autotool.metrics import paired_bootstrap
 from autotool.policy import embed
+from autotool.selection import StepInput
 from training import calibrate
 from training.calibrate import ValSteps
 
@@ -50,7 +51,7 @@ def hits(table: ToolTable, rows: list[dict], b: float, lexical: float = 0.0) -> 
         embed(table.embedder, queries),
         embed(table.embedder, [r["rationale"] for r in rows]),
         torch.zeros(n, dim),
-        table.lexical(queries) if lexical else torch.zeros(n, len(table)),
+        table.lexical([StepInput(q) for q in queries]) if lexical else torch.zeros(n, len(table)),
         torch.tensor([table.index[r["gold"]] for r in rows]),
         torch.zeros(n, dtype=torch.bool),
         torch.zeros(n, len(table), dtype=torch.bool),

@@ -12,7 +12,7 @@ from helpers import ASSETS
 from autotool import Policy, select_tool
 from autotool.benchmarks import Benchmark, Query, step_input, steps_of
 from autotool.head import ToolTable
-from autotool.selection import StepInput, candidates
+from autotool.selection import StepInput, candidates, lexical_query
 from eval.methods import METHODS, EvalContext
 from toolbank import HashEmbedder, Tool, ToolBank
 
@@ -93,6 +93,7 @@ def test_select_tool_and_the_eval_rank_identically_on_a_bank_larger_than_top_k(b
 def test_a_tool_table_and_a_bank_give_the_same_candidates(bank, policy):
     table = ToolTable.from_bank(bank)
     steps = [StepInput(q) for q in QUERIES] + [StepInput(QUERIES[0], ("earlier step",), ("tool_001", "tool_002"))]
+    steps.append(StepInput(bank.get("tool_003").description, ("earlier step",), ("tool_003",)))  # words explained
     torch.manual_seed(1)  # anchors with no exact ties: the index may order tied tools either way
     anchors = torch.nn.functional.normalize(torch.randn(len(steps), bank.dim), dim=-1).numpy()
     for top_k in (TOP_K, None):
@@ -102,8 +103,24 @@ def test_a_tool_table_and_a_bank_give_the_same_candidates(bank, policy):
         ):
             assert [c.tool.name for c in from_bank] == [c.tool.name for c in from_table]
             assert [c.probability for c in from_bank] == pytest.approx([c.probability for c in from_table], abs=1e-5)
-    excluded = candidates(policy.head_values, bank, anchors[-1:], steps[-1:], TOP_K)[0]
+    excluded = candidates(policy.head_values, bank, anchors[-2:-1], steps[-2:-1], TOP_K)[0]
     assert not {"tool_001", "tool_002"} & {c.tool.name for c in excluded}
+
+
+def test_after_earlier_calls_bm25_reads_only_the_words_the_called_tools_do_not_explain():
+    texts = {
+        "GetUserToken": "GetUserToken: Get the user token by username and password.\nusername (string): Login name",
+        "AddAgenda": "AddAgenda: Add an agenda item with content, time and location.",
+    }
+    request = "Add a meeting to my agenda tomorrow. My username is Jane and my PASSWORD is s3cret"
+    assert lexical_query(StepInput(request), texts.get) == request  # a first step reads the whole request
+    later = StepInput(request, ("GetUserToken(...)",), ("GetUserToken",))
+    assert lexical_query(later, texts.get) == "add a meeting to my agenda tomorrow my is jane my is s3cret"
+    # Only what was called explains words: a tool excluded for another reason (an agent's tool without a
+    # function), or one no longer in the catalog (None), explains nothing.
+    agent_step = StepInput(request, ("AddAgenda(...)",), ("AddAgenda", "GetUserToken"), called=("AddAgenda",))
+    assert lexical_query(agent_step, texts.get) == "a meeting to my tomorrow my username is jane my password is s3cret"
+    assert lexical_query(StepInput(request, ("gone(...)",), ("gone",)), texts.get) == request
 
 
 def test_without_top_k_the_distribution_is_the_one_training_differentiates(bank, policy):
