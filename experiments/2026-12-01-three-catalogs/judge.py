@@ -72,13 +72,16 @@ def selected(policy, bank, items, golds, mode, batch_size) -> list[float]:
     return row
 
 
-def judge(spec: str, embedder: str, policy_folder: Path, modes: list[str], batch_size: int) -> dict:
+def judge(
+    spec: str, embedder: str, policy_folder: Path, modes: list[str], batch_size: int, measures: tuple[str, ...]
+) -> dict:
     name, _, rest = spec.partition(":")
     split_name, _, limit = rest.partition(":")
     bench = load_benchmark(name)
     queries = select_queries(bench, load_split(bench), split_name or "all", int(limit) if limit else None)
     steps = [s for q in queries for s in steps_of(q)]
     golds = {"per-query": [set(q.gold_tools) for q in queries], "per-step": [s.gold for s in steps]}
+    golds = {m: g for m, g in golds.items() if m in measures}
     groups = {"per-query": [q.id for q in queries], "per-step": [s.query.id for s in steps]}
     hits = {measure: {} for measure in golds}
     seconds = {}
@@ -154,14 +157,16 @@ def markdown(results: dict) -> str:
 )
 @click.option("--modes", default="fast", show_default=True, help="Policy modes (fast, reason, fast,reason; '' none).")
 @click.option("--batch-size", default=16, show_default=True)
+@click.option("--measures", default="per-query,per-step", show_default=True, help="Which of the two measures.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
-def main(catalogs, embedder, policy_folder, modes, batch_size, out):
+def main(catalogs, embedder, policy_folder, modes, batch_size, measures, out):
     started = time.time()
     results = {"command": "python " + " ".join(sys.argv), "embedder": embedder, "policy": str(policy_folder)}
     results["catalogs"] = {}
     out.mkdir(parents=True, exist_ok=True)
     for spec in catalogs:
-        results["catalogs"][spec] = judge(spec, embedder, policy_folder, [m for m in modes.split(",") if m], batch_size)
+        chosen = [m for m in modes.split(",") if m]
+        results["catalogs"][spec] = judge(spec, embedder, policy_folder, chosen, batch_size, tuple(measures.split(",")))
         results["wall_s"] = round(time.time() - started, 1)
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
         (out / "results.md").write_text(markdown(results))
