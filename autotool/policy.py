@@ -155,6 +155,12 @@ class Policy:
         return self._argument_grammar
 
     @property
+    def shortlist(self) -> int:
+        """How many tools the prompt lists before the rationale (the manifest's `shortlist`; 0: none, the
+        protocol of policies trained before it): the best in fast mode, `autotool.selection.shortlisted`."""
+        return int(self.info.get("shortlist", 0))
+
+    @property
     def lm_loaded(self) -> bool:
         """Whether the language model is in memory (see `model`)."""
         return self._model is not None

@@ -8,6 +8,7 @@ One selection step, as the model sees it:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,8 @@ SYSTEM = (
     'then <tool_call>{"name": ..., "arguments": {...}}</tool_call>.'
 )
 MAX_QUERY_CHARS = 4000
+SHORTLIST_HEADER = "Candidates:\n"  # before the listed tools (`shortlist_line`), after the earlier steps
+SHORTLIST_WORDS = 16  # words of a tool's description a shortlist line keeps
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,13 @@ def tool_card(tool: Tool) -> str:
     return (
         f"[{tool.qualified_name}] {tool.description}\nparameters: {json.dumps(tool.parameters, ensure_ascii=False)}\n"
     )
+
+
+def shortlist_line(tool: Tool) -> str:
+    """How a shortlisted tool is listed in the prompt, and what a rationale that picks it copies: `NAME: ` and the
+    first sentence of its description, at most `SHORTLIST_WORDS` words (the name is the qualified name)."""
+    sentence = re.split(r"(?<=[.!?])\s+|\n+", tool.description.strip(), maxsplit=1)[0]
+    return f"{tool.qualified_name}: {' '.join(sentence.split()[:SHORTLIST_WORDS])}"
 
 
 def call_text(name: str, arguments: dict) -> str:
@@ -81,13 +91,16 @@ def shared_prefix(tokenizer) -> str:
     return text[: text.index(marker)]
 
 
-def prompt(tokenizer, query: str, context: Sequence[str] = ()) -> str:
+def prompt(tokenizer, query: str, context: Sequence[str] = (), shortlist: Sequence[str] = ()) -> str:
     """The chat-formatted prompt, ending where the model writes its next `<think>`.
 
     Args:
         query: The user's request.
         context: Texts of the earlier steps (`step_text`), in order.
+        shortlist: Lines (`shortlist_line`) of the tools this step's rationale may read and pick from, listed after
+            the earlier steps under `SHORTLIST_HEADER` (none: no list, the protocol of a policy without one).
     """
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": query}]
     text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return text + "".join(context) + "<think>"
+    listed = SHORTLIST_HEADER + "".join(f"- {line}\n" for line in shortlist) if shortlist else ""
+    return text + "".join(context) + listed + "<think>"

@@ -149,7 +149,7 @@ def logprobs(
 
 
 def prompt_ids(policy: Policy, step: StepInput) -> list[int]:
-    return policy.encode(prompt(policy.tokenizer, step.query, step.context))[0].tolist()
+    return policy.encode(prompt(policy.tokenizer, step.query, step.context, step.shortlist))[0].tolist()
 
 
 def decode(policy: Policy, ids: list[int]) -> str:

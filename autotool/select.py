@@ -13,7 +13,7 @@ from pathlib import Path
 from autotool.calls import checked_arguments, parse_arguments
 from autotool.policy import Policy, readable_embedders, reads_embeddings_of
 from autotool.prompts import MAX_QUERY_CHARS, StepRecord, TokenBudget, call_prefix, history, tool_card
-from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded
+from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded, shortlisted
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
 from toolbank.tool import FORMATS
 
@@ -159,8 +159,9 @@ def select_steps(
     min_cosine: float | None = None,
     tags: Sequence[str] = (),
 ) -> list[Selection]:
-    """The served path, for a batch of steps: rationale, anchor, candidates (autotool/selection.py), choice
-    and arguments, as `select_tool` describes. Never raises on arguments: a selection whose arguments failed
+    """The served path, for a batch of steps: rationale (after the step's shortlist, for a policy with one:
+    `Policy.shortlist`), anchor, candidates (autotool/selection.py), choice and arguments, as `select_tool`
+    describes. Never raises on arguments: a selection whose arguments failed
     the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this.
     `namespace` is one namespace, a list of them, or None for every tool; `tags` keeps the tools carrying all
     of them; `grammar=False` writes arguments
@@ -173,17 +174,17 @@ def select_steps(
     tags = (tags,) if isinstance(tags, str) else tuple(tags)
     if len(bank) == 0:
         raise ValueError(f"bank {bank.path} has no tools; add some with `toolbank add FILE`")
+    queries = embedded(bank.embedder, [s.query for s in steps])
     if mode == "fast" and not arguments and not policy.head_values.uses_hidden:
         # Nothing the language model reads or writes moves the choice: neither it nor PyTorch is loaded.
         rationales, heads, hidden = [""] * len(steps), None, None
     else:
         from autotool.rollout import hidden_at_anchor, prompt_ids, think
 
-        prompts = [prompt_ids(policy, s) for s in steps]
-        _, _, rationales, heads = think(policy, prompts, mode, budget.rationale)
+        read = shortlisted(policy.head_values, bank, steps, queries, policy.shortlist, namespace, tags)
+        _, _, rationales, heads = think(policy, [prompt_ids(policy, s) for s in read], mode, budget.rationale)
         hidden = hidden_at_anchor(policy, heads)
     min_cosine = fitted_min_cosine(bank) if min_cosine is None else min_cosine
-    queries = embedded(bank.embedder, [s.query for s in steps])
     anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales, hidden, query_vectors=queries)
     selections = []
     for step, rationale, ranked, query in zip(

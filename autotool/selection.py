@@ -24,10 +24,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from autotool.prompts import shortlist_line
 from toolbank import Tool, ToolBank
 
 DEFAULT_TOP_K = 64
@@ -44,6 +45,7 @@ class StepInput:
     context: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     called: tuple[str, ...] | None = None  # the tools earlier steps called; None: `exclude`
+    shortlist: tuple[str, ...] = ()  # lines (`prompts.shortlist_line`) of the tools the prompt lists (`shortlisted`)
 
     @property
     def later(self) -> bool:
@@ -183,6 +185,27 @@ def candidates(
     ]
 
 
+def shortlisted(
+    head: HeadValues,
+    tools,
+    steps: Sequence[StepInput],
+    queries: np.ndarray,
+    n: int,
+    namespace: str | tuple[str, ...] | None = None,
+    tags: Sequence[str] = (),
+) -> list[StepInput]:
+    """`steps` with their shortlists: the lines of each step's `n` best tools in fast mode (the anchor E(query),
+    with the head's lexical prior; `queries` are the requests' embeddings), best first, which a policy with a
+    shortlist reads before it writes its rationale. `tools`, `namespace` and `tags` as in `candidates`; `n` 0
+    gives the steps as they are."""
+    if n <= 0:
+        return list(steps)
+    ranked = candidates(
+        head, tools, unit(np.asarray(queries, dtype=np.float32)), steps, max(DEFAULT_TOP_K, n), namespace, tags
+    )
+    return [replace(s, shortlist=tuple(shortlist_line(c.tool) for c in r[:n])) for s, r in zip(steps, ranked)]
+
+
 def _descending(values: np.ndarray) -> np.ndarray:
     """Indices that sort `values` from the largest, ties in their order."""
     return np.argsort(-values, kind="stable")
@@ -200,7 +223,7 @@ def _ranked(head: HeadValues, tools: list[Tool], cosines: np.ndarray, lexical: n
 def _table_candidates(
     head: HeadValues, table, anchors: np.ndarray, steps: Sequence[StepInput], top_k: int | None
 ) -> list[list[Candidate]]:
-    vectors = table.vectors.numpy()
+    vectors = table.vectors.cpu().numpy()
     cosines = anchors @ vectors.T  # (n, n_tools)
     lexical = table.lexical(steps).numpy().astype(np.float32) if head.uses_lexical else None
     excluded = table.excluded(steps).numpy()

@@ -46,6 +46,7 @@ from autotool.head import ToolTable, tool_scores
 from autotool.policy import Policy, PolicyError, embed
 from autotool.prompts import TokenBudget
 from autotool.rollout import hidden_at_anchor, prompt_ids, think
+from autotool.selection import shortlisted
 from toolbank import atomic_write
 from training.cli import CommandError, doc_help, run
 
@@ -87,9 +88,11 @@ def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: in
         for s in steps_of(q)
     ]
     inputs = [step_input(bank, s) for s in steps]
+    queries = embed(table.embedder, [s.query.text for s in steps])
+    read = shortlisted(policy.head_values, bank, inputs, queries.numpy(), policy.shortlist)  # as served
     rationales, hidden = [], []
     for start in tqdm(range(0, len(steps), batch_size), desc=f"rationales ({bench_name} val)", unit="batch"):
-        batch = inputs[start : start + batch_size]
+        batch = read[start : start + batch_size]
         _, _, written, heads = think(policy, [prompt_ids(policy, s) for s in batch], "reason", TokenBudget().rationale)
         rationales += written
         if policy.head.uses_hidden:
@@ -105,7 +108,7 @@ def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: in
         table,
         steps,
         rationales,
-        embed(table.embedder, [s.query.text for s in steps]),
+        queries,
         embed(table.embedder, rationales),
         hidden_term,
         table.lexical(inputs),

@@ -20,16 +20,18 @@ letters and digits only, so `Research-Helper` is caught), or when its gold call 
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autotool.benchmarks import Benchmark, Split, select_queries, steps_of
 from autotool.calls import schema_errors
-from autotool.prompts import StepRecord, call_text, history
+from autotool.prompts import StepRecord, call_text, history, shortlist_line
 from autotool.rollout import StepInput
+from autotool.selection import HeadValues, embedded, shortlisted
 from toolbank import Tool, atomic_write
 
 MAX_RATIONALE_WORDS = 30
@@ -185,4 +187,24 @@ def examples(trajectories: Iterable[dict], tools: dict[str, Tool]) -> list[Examp
                 )
             )
             context.append(StepRecord("", step["tool"], step["arguments"], step.get("observation", "")))
+    return out
+
+
+def with_shortlists(examples: list[Example], head: HeadValues, table, n: int, seed: int) -> list[Example]:
+    """`examples` as a policy with a shortlist of `n` tools learns them: each step lists the `n` best train tools
+    of `table` in fast mode (`autotool.selection.shortlisted`: only train tools, so nothing held out reaches
+    training), the gold tool in place of the last when it is not among them, in an order drawn from `seed`
+    and the step (the rationale must read the lines, not count on the first); the rationale target is the gold
+    tool's line, which the policy copies to pick it."""
+    steps = shortlisted(
+        head, table, [e.input for e in examples], embedded(table.embedder, [e.input.query for e in examples]), n
+    )
+    out = []
+    for example, step in zip(examples, steps):
+        gold = shortlist_line(table.tools[table.index[example.tool]])
+        lines = list(step.shortlist)
+        if gold not in lines:
+            lines[-1] = gold
+        random.Random(f"{seed}|{example.input.query}|{len(example.input.context)}").shuffle(lines)
+        out.append(replace(example, input=replace(step, shortlist=tuple(lines)), rationale=gold))
     return out

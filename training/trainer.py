@@ -27,7 +27,15 @@ from autotool.rollout import ToolTable, rollout
 from autotool.select import MODES
 from training import loop
 from training.config import at_least, one_of, require
-from training.data import DataError, build_trajectories, check_no_unseen, examples, read_jsonl, write_jsonl
+from training.data import (
+    DataError,
+    build_trajectories,
+    check_no_unseen,
+    examples,
+    read_jsonl,
+    with_shortlists,
+    write_jsonl,
+)
 from training.losses import reward
 
 log = logging.getLogger("training")
@@ -96,6 +104,13 @@ class RunConfig:
         default="", metadata={"help": 'a trajectories JSONL ("" = built from the benchmark\'s train split)'}
     )
     max_examples: int = field(default=0, metadata={"help": "use at most this many training steps (0 = all)"})
+    shortlist: int = field(
+        default=-1,
+        metadata={
+            "help": "tools listed in the prompt before the rationale, which picks one by copying its line (the "
+            "best in fast mode; 0: none; -1: as the start policy, none for a fresh one)"
+        },
+    )
     rationale_tokens: int = field(default=32, metadata={"help": "most tokens of a rationale the policy writes"})
     call_tokens: int = field(default=48, metadata={"help": "most tokens of a call the policy writes"})
     checkpoint_every: int = field(default=10, metadata={"help": "steps between checkpoints"})
@@ -109,6 +124,7 @@ class RunConfig:
             require(bool(getattr(self, name)), name, "must not be empty")
         one_of(self, "anchor", ANCHORS)
         at_least(self, 0, "seed", "max_examples", "keep_checkpoints", "train_seed", "threads")
+        at_least(self, -1, "shortlist")
         at_least(self, 1, "lora_rank", "rationale_tokens", "call_tokens", "checkpoint_every")
 
 
@@ -178,19 +194,36 @@ class Trainer:
         self.data_counts = dict(counts)
         if self.main:
             tqdm.write(f"training data: {len(self.examples)} steps; trajectories {self.data_counts}")
+        self._listed: dict[int, object] = {}  # examples with their shortlists, by index (`batch`)
         self.policy: Policy | None = None
         self.source: Path | None = Path(config.init) if config.init else None
 
     # -- data and rollouts -----------------------------------------------------------------------
     def batch(self, step: int, size: int) -> list:
-        """This process's examples for `step` (seeded epochs, resumable from the step alone)."""
+        """This process's examples for `step` (seeded epochs, resumable from the step alone), with their
+        shortlists when the policy has one (`training.data.with_shortlists`, made once per example)."""
         a = self.accelerator
-        return [
-            self.examples[i]
-            for i in loop.batch_indices(
-                len(self.examples), size, step, self.config.train_seed, a.process_index, a.num_processes
+        indices = loop.batch_indices(
+            len(self.examples), size, step, self.config.train_seed, a.process_index, a.num_processes
+        )
+        if not self.shortlist:
+            return [self.examples[i] for i in indices]
+        todo = sorted({i for i in indices if i not in self._listed})
+        if todo:
+            listed = with_shortlists(
+                [self.examples[i] for i in todo],
+                self.policy.head_values,
+                self.table,
+                self.shortlist,
+                self.config.train_seed,
             )
-        ]
+            self._listed.update(zip(todo, listed))
+        return [self._listed[i] for i in indices]
+
+    @property
+    def shortlist(self) -> int:
+        """Tools the prompts list (config `shortlist`; -1: the policy's own)."""
+        return self.config.shortlist if self.config.shortlist >= 0 else self.policy.shortlist
 
     def rewarded_rollouts(self, batch: list, group: int, temperature: float, weights) -> tuple[list, list]:
         """`group` sampled rollouts for each example of `batch`, and each rollout's reward terms (same nesting)."""
@@ -272,6 +305,7 @@ class Trainer:
             manifest_trained_on(self.policy.info),
             [training_record(self.bench, self.config.seed, "all-tools" if self.config.all_tools else "train")],
         )
+        self.policy.info["shortlist"] = self.shortlist
 
     # -- stages ---------------------------------------------------------------------------------
     def evaluate(self, label: str) -> None:

@@ -1,18 +1,24 @@
 import json
+import random
 
+import numpy as np
 import pytest
 
 from autotool.benchmarks import load_benchmark, load_split, make_split
-from autotool.prompts import call_text
-from toolbank import Tool
+from autotool.head import ToolTable
+from autotool.prompts import call_text, shortlist_line
+from autotool.selection import HeadValues, StepInput
+from toolbank import HashEmbedder, Tool, ToolBank
 from training.data import (
     DataError,
+    Example,
     build_trajectories,
     check_no_unseen,
     examples,
     names_tool,
     rationale_for,
     read_jsonl,
+    with_shortlists,
     write_jsonl,
 )
 
@@ -135,3 +141,26 @@ def test_malformed_trajectory_file_names_the_line(tmp_path):
     path.write_text('{"id": "a", "query": "q", "steps": []}\n{"id": "b", "steps": [{}]}\n')
     with pytest.raises(DataError, match="t.jsonl line 2"):
         read_jsonl(path)
+
+
+def test_training_lists_train_tools_only_always_the_gold_and_its_line_is_the_target(tmp_path):
+    words = "weather forecast city rain convert pdf document text email send message calendar meeting".split()
+    rng = random.Random(1)
+    bank = ToolBank.create(tmp_path / "bank", HashEmbedder(64))
+    bank.add([Tool(f"tool_{i:02d}", " ".join(rng.choices(words, k=6)) + f" n{i}. More.", {}) for i in range(30)])
+    head = HeadValues("residual", np.zeros((64, 8), np.float32), 1.0, 0.0, 10.0, lexical=0.3)
+    train = [t.name for t in list(bank)[:12]]
+    table = ToolTable.from_bank(bank, train)
+    gold = train[-1]
+    items = [Example(StepInput(q), "old rationale", gold, {}) for q in ("calendar meeting", "pdf text", "rain")]
+    listed = with_shortlists(items, head, table, 5, seed=0)
+    line = shortlist_line(bank.get(gold))
+    for example in listed:
+        assert len(example.input.shortlist) == 5
+        assert line in example.input.shortlist
+        assert example.rationale == line
+        assert {s.split(":")[0] for s in example.input.shortlist} <= set(train)
+    assert with_shortlists(items, head, table, 5, seed=0) == listed  # seeded
+    orders = {with_shortlists(items[:1], head, table, 5, seed=s)[0].input.shortlist for s in range(8)}
+    assert len(orders) > 1  # the order is drawn, so the position does not say which line is the gold
+    bank.close()

@@ -132,6 +132,26 @@ def test_all_tools_trains_on_every_tool_with_a_val_split_of_queries(bench_folder
     assert json.loads((out / "eval" / "after-sft.json").read_text())["metrics"]["val/hit@1"] >= 0
 
 
+def test_a_shortlist_run_records_it_and_a_run_from_its_policy_keeps_it(bench_folder, tmp_path, monkeypatch):
+    from training import trainer
+
+    seen = []
+    original = trainer.with_shortlists
+    monkeypatch.setattr(trainer, "with_shortlists", lambda *a: seen.extend(original(*a)) or seen[-len(a[0]) :])
+    listed = tmp_path / "listed"
+    args = tiny_args(bench_folder, listed, "--sft.steps", "2", "--sft.batch_size", "2", "--grpo.steps", "0")
+    assert phase1.main([*args, "--shortlist", "2"]) == 0  # both train tools
+    assert json.loads((listed / "policy-sft" / "manifest.json").read_text())["shortlist"] == 2
+    assert seen and all(len(e.input.shortlist) == 2 and e.rationale in e.input.shortlist for e in seen)
+    follow = tiny_args(
+        bench_folder, tmp_path / "follow", "--sft.steps", "1", "--sft.batch_size", "2", "--grpo.steps", "0"
+    )
+    assert phase1.main([*follow, "--init", str(listed / "policy-sft")]) == 0  # shortlist -1: the start policy's
+    assert json.loads((tmp_path / "follow" / "policy-sft" / "manifest.json").read_text())["shortlist"] == 2
+    assert phase1.main([*tiny_args(bench_folder, tmp_path / "off", "--sft.steps", "1", "--grpo.steps", "0")]) == 0
+    assert json.loads((tmp_path / "off" / "policy-sft" / "manifest.json").read_text())["shortlist"] == 0
+
+
 def test_phase1_trains_the_adapters_and_the_anchor_head(phase1_run, bench_folder):
     (initial, initial_head), (sft, sft_head) = (
         adapter_and_head(phase1_run / p) for p in ("policy-initial", "policy-sft")
