@@ -76,7 +76,7 @@ async def client_run(url: str, qs: list[str], k: int, mode: str, times: list[flo
                 result = await client.call_tool("search_tools", {"query": q, "k": k, "mode": mode})
                 if result.is_error or not result.structured_content["tools"]:
                     errors.append(str(result.content)[:200])
-            except Exception as e:  # noqa: BLE001: counted and reported
+            except Exception as e:  # counted and reported
                 errors.append(f"{type(e).__name__}: {e}"[:200])
             times.append(time.perf_counter() - started)
 
