@@ -26,7 +26,7 @@ from autotool.policy import Policy
 from autotool.select import SHIPPED_POLICY, select_steps
 from autotool.selection import StepInput
 
-GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 1000.0)
+GRID = (0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 1000.0)
 
 
 def hits(rows, c: float) -> list[float]:
