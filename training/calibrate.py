@@ -142,9 +142,12 @@ def hit_at_1(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_la
 
 
 def nll(val: ValSteps, a: float, b: float, g: float, lexical: float = 0.0, lexical_later: float | None = None) -> float:
-    """Mean -log p(gold | e') under `softmax(2 g (cos + l bm25))` over the whole catalog."""
+    """Mean -log p(gold | e') under `softmax(2 g (cos + l bm25))` over the whole catalog, over the steps whose
+    gold tool can be chosen: a step repeating a tool an earlier step called has p(gold) = 0 under any g."""
     logp = torch.log_softmax(2.0 * g * scores(val, a, b, lexical, lexical_later), dim=1)
-    return float(-logp[torch.arange(len(val.gold)), val.gold].mean())
+    steps = torch.arange(len(val.gold))
+    choosable = ~val.excluded[steps, val.gold]
+    return float(-logp[steps, val.gold][choosable].mean()) if choosable.any() else 0.0
 
 
 Fit = tuple[float, float, float]  # (b, l, l_later)

@@ -124,3 +124,14 @@ def test_cli_rejects_bad_arguments_before_any_work(tmp_path, capsys):
         assert says in capsys.readouterr().err
     assert (tmp_path / "policy" / "anchor_head.safetensors").read_bytes() == before
     assert "calibrated" not in json.loads((tmp_path / "policy" / "manifest.json").read_text())
+
+
+def test_a_step_whose_gold_an_earlier_step_called_leaves_the_sharpness_fit_finite():
+    """A repeated call (the gold tool already called) has p(gold) = 0 under any g; the NLL leaves it out, so g
+    is still fitted on the other steps instead of the grid's first value."""
+    gold = torch.tensor([0, 2, 0, 2])
+    val = val_steps(TOOLS[gold])
+    val.excluded[3, 2] = True  # step 3's gold was called at an earlier step
+    assert torch.isfinite(torch.tensor(calibrate.nll(val, 1.0, 1.0, 2.0)))
+    _, _, _, g, _ = fit([val], a=1.0)
+    assert g > min(calibrate.G_GRID)
