@@ -288,6 +288,15 @@ def select_queries(
     return queries
 
 
+def catalog_queries(spec: str) -> tuple[Benchmark, list[Query]]:
+    """The benchmark and queries a `name[:split[:limit]]` spec names (split `all` by default; a limit samples
+    the split's queries with seed 0), as the experiments' scripts take catalogs on their command lines."""
+    name, _, rest = spec.partition(":")
+    split_name, _, limit = rest.partition(":")
+    bench = load_benchmark(name)
+    return bench, select_queries(bench, load_split(bench), split_name or "all", int(limit) if limit else None)
+
+
 def catalog_role(bench: Benchmark) -> str | None:
     """`training` or `foreign-validation` when `bench` is one of those vendored catalogs (by folder, or by the
     same tool names under another folder), else None (a catalog of your own)."""

@@ -27,7 +27,7 @@ import click
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
 
-from autotool.benchmarks import benchmark_bank, load_benchmark, load_split, select_queries, step_input, steps_of
+from autotool.benchmarks import benchmark_bank, catalog_queries, step_input, steps_of
 from autotool.metrics import paired_bootstrap, selection_metrics
 from autotool.policy import Policy
 from autotool.select import SHIPPED_POLICY, select_steps
@@ -69,10 +69,7 @@ def repointed_policy(bank) -> Path:
 
 
 def compare(spec: str, embedder: str, batch_size: int, modes=("fast",)) -> dict:
-    name, _, rest = spec.partition(":")
-    split_name, _, limit = rest.partition(":")
-    bench = load_benchmark(name)
-    queries = select_queries(bench, load_split(bench), split_name or "all", int(limit) if limit else None)
+    bench, queries = catalog_queries(spec)
     steps = [s for q in queries for s in steps_of(q)]
     groups = [s.query.id for s in steps]
     hits, seconds = {}, {}

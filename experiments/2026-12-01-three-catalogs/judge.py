@@ -31,7 +31,7 @@ import click
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
 
-from autotool.benchmarks import benchmark_bank, load_benchmark, load_split, select_queries, step_input, steps_of
+from autotool.benchmarks import benchmark_bank, catalog_queries, step_input, steps_of
 from autotool.metrics import paired_bootstrap, selection_metrics
 from autotool.policy import Policy, reads_embeddings_of
 from autotool.select import SHIPPED_POLICY, select_steps
@@ -75,10 +75,7 @@ def selected(policy, bank, items, golds, mode, batch_size) -> list[float]:
 def judge(
     spec: str, embedder: str, policy_folder: Path, modes: list[str], batch_size: int, measures: tuple[str, ...]
 ) -> dict:
-    name, _, rest = spec.partition(":")
-    split_name, _, limit = rest.partition(":")
-    bench = load_benchmark(name)
-    queries = select_queries(bench, load_split(bench), split_name or "all", int(limit) if limit else None)
+    bench, queries = catalog_queries(spec)
     steps = [s for q in queries for s in steps_of(q)]
     golds = {"per-query": [set(q.gold_tools) for q in queries], "per-step": [s.gold for s in steps]}
     golds = {m: g for m, g in golds.items() if m in measures}

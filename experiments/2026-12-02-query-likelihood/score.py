@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
 
-from autotool.benchmarks import benchmark_bank, load_benchmark, load_split, select_queries
+from autotool.benchmarks import benchmark_bank, catalog_queries
 from autotool.policy import Policy
 from autotool.prompts import shortlist_line
 from autotool.select import SHIPPED_POLICY, select_steps
@@ -78,10 +78,7 @@ def main(catalogs, lm, depth, out):
     torch.set_num_threads(2)
     model, tokenizer = language_model(lm)
     for spec in catalogs:
-        name, _, rest = spec.partition(":")
-        split_name, _, limit = rest.partition(":")
-        bench = load_benchmark(name)
-        queries = select_queries(bench, load_split(bench), split_name or "all", int(limit) if limit else None)
+        bench, queries = catalog_queries(spec)
         bank = benchmark_bank(bench, "tools")
         policy = Policy.load(SHIPPED_POLICY, bank)
         began = time.perf_counter()

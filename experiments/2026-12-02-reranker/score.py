@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parents[2]))
 
-from autotool.benchmarks import benchmark_bank, load_benchmark, load_split, select_queries
+from autotool.benchmarks import benchmark_bank, catalog_queries
 from autotool.metrics import paired_bootstrap
 from autotool.policy import Policy
 from autotool.select import SHIPPED_POLICY, select_steps
@@ -58,10 +58,7 @@ def main(catalogs, model_folder, depth, out):
     out.mkdir(parents=True, exist_ok=True)
     model = CrossEncoder(model_folder, device="cpu")
     for spec in catalogs:
-        name, _, rest = spec.partition(":")
-        split_name, _, limit = rest.partition(":")
-        bench = load_benchmark(name)
-        queries = select_queries(bench, load_split(bench), split_name or "all", int(limit) if limit else None)
+        bench, queries = catalog_queries(spec)
         bank = benchmark_bank(bench, "tools")
         policy = Policy.load(SHIPPED_POLICY, bank)
         began = time.perf_counter()

@@ -8,6 +8,7 @@ from autotool import Policy
 from autotool.benchmarks import (
     BenchmarkError,
     benchmark_bank,
+    catalog_queries,
     load_benchmark,
     load_split,
     make_split,
@@ -67,6 +68,15 @@ def test_steps_of_multi_tool_query(bench_dir):
         ("get_weather", (), {"x": "Oslo"}),
         ("send_email", ("get_weather",), {"x": "me"}),
     ]
+
+
+def test_catalog_queries_reads_name_split_and_limit():
+    bench, every = catalog_queries("apibank")
+    assert bench.name == "apibank" and len(every) == len(bench.queries)  # split `all`, no limit
+    _, sample = catalog_queries("apibank:all:10")
+    assert sample == select_queries(bench, load_split(bench), "all", 10)
+    _, val = catalog_queries("apibank:val")
+    assert val == select_queries(bench, load_split(bench), "val")
 
 
 def test_select_queries(bench_dir):
