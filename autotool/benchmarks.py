@@ -346,10 +346,18 @@ def manifest_trained_on(manifest: dict, seen: set[Path] | None = None) -> list[d
     - for policies trained before that field: the manifest's own `benchmark` and `split_seed`, every run of
       `shipped.lineage`, and, while that folder exists, the policy its `config.init` started from.
 
+    - what the reranker its `rerank` names was trained on (`autotool.rerank.reranker_trained_on`): serving
+      reads it too.
+
     Calibration (`calibrated`, a fit of the head's four weights on val tools) is not training and is not listed.
     """
     entries: list[dict] = []
     seen = set(seen or ())
+    rerank = manifest.get("rerank")
+    if isinstance(rerank, dict) and isinstance(rerank.get("reranker"), str):
+        from autotool.rerank import reranker_trained_on
+
+        entries = merge_trained_on(reranker_trained_on(rerank["reranker"]))
     while manifest is not None:
         runs = [*((manifest.get("shipped") or {}).get("lineage") or []), manifest]  # first to last
         legacy = [
@@ -413,7 +421,7 @@ def benchmark_bank(bench: Benchmark, embedder: str = "stock", root: Path | None 
     path = (root or autotool_home() / "eval" / "banks") / f"{bench.name}-{slug}"
     bank = ToolBank.open(path, embedder=model)
     bank.add(bench.tools, replace=True, progress=True)
-    extra = set(t.qualified_name for t in bank) - set(bench.tool_names)
+    extra = {t.qualified_name for t in bank} - {t.qualified_name for t in bench.tools}  # tools the catalog dropped
     if extra:
         bank.remove(sorted(extra))
     return bank

@@ -255,3 +255,20 @@ def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
     assert METHODS["tiny"](ctx)(step).extra["rationale"] != ""  # the random backbone writes something
     result = run_eval("--bench", bench_dir, "--policy", f"x={tmp_path / 'missing'}:fast")
     assert result.exit_code == 1 and "missing is not a policy folder" in result.output
+
+
+def test_a_catalogs_bank_keeps_its_namespaced_tools_and_drops_the_ones_it_lost(tmp_path):
+    folder = write_bench(tmp_path / "namespaced")
+    lines = (folder / "tools.jsonl").read_text().splitlines()
+    (folder / "tools.jsonl").write_text("".join(json.dumps({**json.loads(x), "namespace": "ns"}) + "\n" for x in lines))
+    bench = load_benchmark(folder)
+    bank = benchmark_bank(bench, "hash:64", root=tmp_path / "banks")
+    assert sorted(t.qualified_name for t in bank) == sorted(f"ns/{n}" for n in bench.tool_names)  # none removed
+    gone = json.loads(lines[0])["name"]  # the catalog drops a tool, and the requests for it
+    (folder / "tools.jsonl").write_text(
+        "".join(json.dumps({**json.loads(x), "namespace": "ns"}) + "\n" for x in lines[1:])
+    )
+    queries = (folder / "queries.jsonl").read_text().splitlines()
+    (folder / "queries.jsonl").write_text("".join(q + "\n" for q in queries if gone not in json.loads(q)["gold_tools"]))
+    bank = benchmark_bank(load_benchmark(folder), "hash:64", root=tmp_path / "banks")
+    assert len(bank) == len(lines) - 1 and f"ns/{gone}" not in {t.qualified_name for t in bank}
