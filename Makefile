@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup run lint test test-fast test-slow bench train-metatool train-embedder train-default eval-default clean
+.PHONY: setup run lint test test-fast test-slow bench train-metatool train-embedder train-reranker train-default eval-default clean
 
 setup: $(VENV)/.installed
 
@@ -42,7 +42,7 @@ bench: setup  ## speed and recall of the tool bank (takes a while; run alone)
 train-metatool: setup  ## Phase I, Phase II and the equal-compute ablation on MetaTool, evaluated (about 2 h on 2 cores)
 	sh experiments/2026-11-29-ablation-metatool/train.sh
 
-train-default: setup  ## train the shipped default policy (autotool/default_policy/; about 3 h on 2 cores; the embedder: train-embedder)
+train-default: setup  ## train the shipped default policy (autotool/default_policy/; about 3 h on 2 cores; the embedder: train-embedder; the reranker: train-reranker)
 	@start=$$(date +%s); sh experiments/2026-11-29-train-default/train.sh; echo "train-default: $$(( $$(date +%s) - start )) s wall time"
 
 EMBEDDER_RUN := runs/embedder-metatool-all
@@ -52,6 +52,15 @@ train-embedder: setup  ## fine-tune the shipped `tools` embedder and copy it int
 	echo "train-embedder: $$(( $$(date +%s) - start )) s wall time"
 	cp $(EMBEDDER_RUN)/adapter/adapter_config.json $(EMBEDDER_RUN)/adapter/adapter_model.safetensors $(EMBEDDER_RUN)/adapter/embedder.json $(SHIPPED_EMBEDDER)/
 	$(PY) -c "import json, pathlib, sys; m = json.loads(pathlib.Path(sys.argv[1]).read_text()); m['embedder'] = 'autotool/all-MiniLM-L6-v2-tools'; pathlib.Path(sys.argv[2]).write_text(json.dumps(m, indent=2) + '\n')" $(EMBEDDER_RUN)/manifest.json $(SHIPPED_EMBEDDER)/manifest.json
+
+RERANKER_RUN := runs/reranker
+SHIPPED_RERANKER := autotool/rerankers/all-MiniLM-L6-v2-rerank
+train-reranker: setup  ## train the shipped reranker, copy it into autotool/rerankers/, fit its weight c into the shipped policy on the foreign val catalogs (about 50 min on 2 cores)
+	@start=$$(date +%s); $(PY) -m training.reranker --out $(RERANKER_RUN); \
+	echo "train-reranker: $$(( $$(date +%s) - start )) s wall time"
+	mkdir -p $(SHIPPED_RERANKER)
+	cp $(RERANKER_RUN)/reranker/adapter_config.json $(RERANKER_RUN)/reranker/adapter_model.safetensors $(RERANKER_RUN)/reranker/reranker.json $(RERANKER_RUN)/reranker/manifest.json $(SHIPPED_RERANKER)/
+	$(PY) -m training.fit_rerank autotool/default_policy --bench apibank,toolalpaca --out experiments/2026-12-02-rerank-served/fit --write
 
 eval-default: setup  ## the shipped policy against bm25, dense, hybrid and namegen on both benchmarks (experiments/)
 	sh experiments/2026-11-29-eval-default/eval.sh

@@ -95,11 +95,17 @@ def main() -> None:
     "fitted for the bank's embedder, 0.255 for the default (fine-tuned) one, 0.22 for stock all-MiniLM-L6-v2; "
     "0: always choose).",
 )
+@click.option(
+    "--rerank/--no-rerank",
+    default=True,
+    show_default=True,
+    help="Let the policy's reranker (a cross-encoder, where the policy has one) reorder the best few.",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @bank_option
 @policy_option
 @_user_errors
-def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, policy_path):
+def select(query, k, mode, arguments, namespace, min_cosine, rerank, as_json, bank, policy_path):
     """Choose the tool for QUERY."""
     from autotool.select import select_tool
     from toolbank.cli import unknown_namespaces
@@ -116,6 +122,7 @@ def select(query, k, mode, arguments, namespace, min_cosine, as_json, bank, poli
         arguments=arguments,
         namespace=namespace,
         min_cosine=min_cosine,
+        rerank=rerank,
     )
     error = "; ".join(selection.argument_errors) or None
     if as_json:

@@ -34,6 +34,7 @@ import numpy as np
 
 from autotool.backbone import DEFAULT_BACKBONE, SPECIAL_TOKENS, cache_keyword, load_backbone
 from autotool.prompts import prompt, shared_prefix
+from autotool.rerank import Rerank, Reranker, RerankerError, load_reranker
 from autotool.selection import ANCHORS, HEAD_KEYS, HeadValues, embedded
 from toolbank import STOCK_EMBEDDER, TUNED_EMBEDDER, ToolBank, atomic_path
 
@@ -97,6 +98,7 @@ class Policy:
         self._prefix_cache = None  # (ids, KV cache) of the prompts' shared start; see `prefix_cache`
         self._load_lm = None  # a frozen `Policy.load` reads the language model on first use (see `model`)
         self._argument_grammar = None
+        self._reranker: Reranker | None = None
 
     @property
     def head(self) -> AnchorHead:
@@ -159,6 +161,22 @@ class Policy:
         """How many tools the prompt lists before the rationale (the manifest's `shortlist`; 0: none, the
         protocol of policies trained before it): the best in fast mode, `autotool.selection.shortlisted`."""
         return int(self.info.get("shortlist", 0))
+
+    @property
+    def rerank(self) -> Rerank | None:
+        """The manifest's `rerank` (`autotool.rerank`): the reranker and how many of each step's best candidates
+        it reorders at what weight; None for a policy without one."""
+        value = self.info.get("rerank")
+        return None if value is None else Rerank.from_manifest(value, Path("manifest.json"))
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The cross-encoder `rerank` names, loaded on first use (None without `rerank`)."""
+        if self.rerank is None:
+            return None
+        if self._reranker is None:
+            self._reranker = load_reranker(self.rerank.reranker)
+        return self._reranker
 
     @property
     def lm_loaded(self) -> bool:
@@ -295,6 +313,12 @@ class Policy:
                 f"{path / 'anchor_head.safetensors'}: W.weight has shape {state['W.weight'].shape}; the manifest "
                 f"says (dim, hidden) = {expected}"
             )
+        if "rerank" in manifest:
+            try:
+                Rerank.from_manifest(manifest["rerank"], path / "manifest.json")
+                load_reranker(manifest["rerank"]["reranker"])  # reads its configuration; runs nothing
+            except RerankerError as e:
+                raise PolicyError(str(e)) from None
         info = {
             k: v
             for k, v in manifest.items()

@@ -13,6 +13,7 @@ from pathlib import Path
 from autotool.calls import checked_arguments, parse_arguments
 from autotool.policy import Policy, readable_embedders, reads_embeddings_of
 from autotool.prompts import MAX_QUERY_CHARS, StepRecord, TokenBudget, call_prefix, history, tool_card
+from autotool.rerank import rerank_candidates
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded, shortlisted
 from toolbank import Tool, ToolBank, autotool_home, default_bank_path
 from toolbank.tool import FORMATS
@@ -158,10 +159,12 @@ def select_steps(
     grammar: bool = True,
     min_cosine: float | None = None,
     tags: Sequence[str] = (),
+    rerank: bool = True,
 ) -> list[Selection]:
     """The served path, for a batch of steps: rationale (after the step's shortlist, for a policy with one:
-    `Policy.shortlist`), anchor, candidates (autotool/selection.py), choice and arguments, as `select_tool`
-    describes. Never raises on arguments: a selection whose arguments failed
+    `Policy.shortlist`), anchor, candidates (autotool/selection.py), their best few reordered by the policy's
+    reranker where its manifest has one (`autotool.rerank`; `rerank=False` leaves them as they are), choice and
+    arguments, as `select_tool` describes. Never raises on arguments: a selection whose arguments failed
     the schema twice has `arguments` None and the reasons in `argument_errors`. The evaluation scores this.
     `namespace` is one namespace, a list of them, or None for every tool; `tags` keeps the tools carrying all
     of them; `grammar=False` writes arguments
@@ -186,13 +189,14 @@ def select_steps(
         hidden = hidden_at_anchor(policy, heads)
     min_cosine = fitted_min_cosine(bank) if min_cosine is None else min_cosine
     anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales, hidden, query_vectors=queries)
+    ranked_steps = candidates(policy.head_values, bank, anchors, steps, max(top_k, k), namespace, tags)
+    if rerank and policy.rerank is not None:
+        ranked_steps = [
+            rerank_candidates(policy.reranker, policy.rerank, step.query, ranked)
+            for step, ranked in zip(steps, ranked_steps)
+        ]
     selections = []
-    for step, rationale, ranked, query in zip(
-        steps,
-        rationales,
-        candidates(policy.head_values, bank, anchors, steps, max(top_k, k), namespace, tags),
-        queries,
-    ):
+    for step, rationale, ranked, query in zip(steps, rationales, ranked_steps, queries):
         if not ranked:
             raise ValueError(
                 f"no tools in namespace {namespace!r}"
@@ -320,6 +324,7 @@ def select_tool(
     top_k: int = DEFAULT_TOP_K,
     min_cosine: float | None = None,
     tags: Sequence[str] = (),
+    rerank: bool = True,
 ) -> Selection:
     """Choose a tool for `query`, say why, and fill its arguments; or say that no tool fits.
 
@@ -342,6 +347,8 @@ def select_tool(
         min_cosine: Say no tool fits (`tool` None) when the request's cosine with the best tool is below this;
             None: the threshold fitted for the bank's embedder (`MIN_COSINE`: 0.255 for the default, fine-tuned
             embedder, 0.22 for stock all-MiniLM-L6-v2); 0 never abstains.
+        rerank: Let the policy's reranker (a cross-encoder, where its manifest names one: `autotool.rerank`)
+            reorder the best few candidates; False leaves the distribution of the anchor as it is.
 
     Raises:
         ValueError: Empty query, unknown mode, k or top_k below 1, or an empty bank.
@@ -356,7 +363,18 @@ def select_tool(
     called = tuple(bank.get(record.tool).qualified_name for record in context)  # a bare name, if unambiguous
     step = StepInput(query, history(context, bank.get), called)
     (selection,) = select_steps(
-        policy, bank, [step], k, mode, arguments, namespace, sample, top_k, min_cosine=min_cosine, tags=tags
+        policy,
+        bank,
+        [step],
+        k,
+        mode,
+        arguments,
+        namespace,
+        sample,
+        top_k,
+        min_cosine=min_cosine,
+        tags=tags,
+        rerank=rerank,
     )
     return selection
 
@@ -397,6 +415,7 @@ def select_tools(
     namespace: str | Sequence[str] | None = None,
     top_k: int = DEFAULT_TOP_K,
     tags: Sequence[str] = (),
+    rerank: bool = True,
 ) -> TopTools:
     """The best `k` tools for `query`, in a chat API's format, for a larger model to choose among and call.
 
@@ -414,6 +433,7 @@ def select_tools(
         namespace: Only consider tools in this namespace (or these, a list).
         top_k: Candidates the distribution is computed over (at least `k`).
         tags: Only consider tools carrying all of these tags.
+        rerank: As in `select_tool`.
 
     Raises:
         ValueError: Empty query, unknown format or mode, k or top_k below 1, an empty bank or namespace.
@@ -427,7 +447,18 @@ def select_tools(
     bank = ToolBank.load(default_bank_path()) if bank is None else bank
     policy = default_policy(bank) if policy is None else policy
     (selection,) = select_steps(
-        policy, bank, [StepInput(query)], k, mode, False, namespace, False, top_k, min_cosine=0.0, tags=tags
+        policy,
+        bank,
+        [StepInput(query)],
+        k,
+        mode,
+        False,
+        namespace,
+        False,
+        top_k,
+        min_cosine=0.0,
+        tags=tags,
+        rerank=rerank,
     )  # the larger model decides whether one fits
     tools = [tool for tool, _ in selection.candidates]
     return TopTools(

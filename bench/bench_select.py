@@ -5,7 +5,8 @@
 Run it alone. Banks are built from real tool texts (see bench_toolbank.py; embeddings cached in bench/out/).
 Rows: dense search; `fast` with the untrained policy (W = 0: no LM pass is needed, the anchor is the query
 embedding); `fast` with a non-zero W (as a trained policy: one LM forward pass); `reason` (a rationale of at
-most 32 new tokens, then the anchor); `reason` + arguments (up to 96 more tokens). With --shipped: the shipped policy in reason mode, and the same
+most 32 new tokens, then the anchor); `reason` + arguments (up to 96 more tokens). With --shipped: the shipped
+policy in fast mode with its reranker and without (the baseline of the same run), in reason mode, and the same
 weights loaded for training (adapters folded in and out at every call, no prompt cache) as the baseline.
 Prints a Markdown table.
 """
@@ -96,6 +97,29 @@ def main(ctx: click.Context, **_) -> None:
             )
             if not args.fast_only or args.shipped:
                 shipped = default_policy(bank)  # the trained default: it writes its own (short) rationales
+                # Its reranker (a cross-encoder over fast mode's best five, autotool/rerank.py), on and off
+                for rerank in (False, True):
+                    rows.append(
+                        (
+                            n,
+                            f"select_tool fast, shipped policy, {'reranked' if rerank else 'no rerank'}",
+                            *timed(
+                                lambda q, r=rerank: select_tool(
+                                    q, bank, shipped, mode="fast", arguments=False, rerank=r
+                                ),
+                                qs,
+                            ),
+                        )
+                    )
+                rows.append(
+                    (
+                        n,
+                        "select_tool reason, shipped policy, no rerank",
+                        *timed(
+                            lambda q: select_tool(q, bank, shipped, mode="reason", arguments=False, rerank=False), qs
+                        ),
+                    )
+                )
                 rows.append(
                     (
                         n,

@@ -55,8 +55,9 @@ from autotool.benchmarks import QUERY_SPLITS
     multiple=True,
     metavar="[NAME=]PATH[:MODE]",
     help="Evaluate the policy folder PATH as method NAME (default name `policy`), in MODE (reason or "
-    "fast; default --policy-mode); repeatable, to compare policies in one run. Without it, method "
-    "`policy` is the default policy.",
+    "fast; default --policy-mode); repeatable, to compare policies in one run. Suffixes :unconstrained "
+    "(arguments without the schema grammar) and :norerank (without the policy's reranker) may follow. "
+    "Without it, method `policy` is the default policy.",
 )
 @click.option(
     "--policy-mode",
@@ -101,13 +102,18 @@ def main(
         paths = default_policy_paths()
         for spec in policies:
             name, _, path = spec.rpartition("=")
-            mode, grammar = None, True
-            while path.rpartition(":")[2] in ("fast", "reason", "unconstrained"):
+            mode, grammar, rerank = None, True, True
+            while path.rpartition(":")[2] in ("fast", "reason", "unconstrained", "norerank"):
                 path, _, suffix = path.rpartition(":")
-                mode, grammar = (mode, False) if suffix == "unconstrained" else (suffix, grammar)
+                if suffix == "unconstrained":
+                    grammar = False
+                elif suffix == "norerank":
+                    rerank = False
+                else:
+                    mode = suffix
             if not Path(path, "manifest.json").is_file():
                 raise EvalError(f"--policy {spec}: {path} is not a policy folder (no manifest.json)")
-            register_policy(name or "policy", path, mode, grammar)
+            register_policy(name or "policy", path, mode, grammar, rerank)
             paths[name or "policy"] = Path(path)
             if (name or "policy") not in names:
                 names.append(name or "policy")
@@ -205,9 +211,11 @@ def refuse_if_trained_on_every_tool(paths: dict[str, Path], benchmark) -> None:
     from autotool.benchmarks import trained_on_bench
 
     for name, path in paths.items():
-        if any(e.get("split") == "all-tools" for e in trained_on_bench(path, benchmark)):
+        # all-tools: a training run on every tool; all: every request (the reranker's MetaTool and BFCL)
+        if any(e.get("split") in ("all-tools", "all") for e in trained_on_bench(path, benchmark)):
             raise TrainedOnCatalog(
-                f"policy {name!r} trained on every tool of {benchmark.name} (all_tools, {path / 'manifest.json'}): "
+                f"policy {name!r} (or its reranker) trained on every tool of {benchmark.name} "
+                f"({path / 'manifest.json'}): "
                 "no split of this evaluation is held out from it. Its held-out queries (the val and seen-test "
                 "queries of the all-tools split) are scored in its training run's eval/ folder."
             )

@@ -90,7 +90,8 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
 
     Options: `policy` (a `Policy`, or a policy folder; default the default policy), `policy_mode`
     (`reason` or `fast`), `batch_size`, `top_k`, `rationale_tokens`, `call_tokens` (the most new tokens of
-    each), `grammar` (False: arguments written without the schema grammar). Steps are written in batches by
+    each), `grammar` (False: arguments written without the schema grammar), `rerank` (False: the policy's reranker,
+    if it has one, left out). Steps are written in batches by
     `prepare` (the harness calls it with all steps first), so each step's latency is its batch's time divided
     by the batch size. The call scored is the one the user gets: its arguments as parsed, less the values that
     only copy their parameter's description (`Selection.call`). A step whose arguments do not parse as a JSON
@@ -130,6 +131,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
                 top_k=top_k,
                 budget=budget,
                 grammar=bool(ctx.options.get("grammar", True)),
+                rerank=bool(ctx.options.get("rerank", True)),
                 min_cosine=0.0,  # every step is scored on its choice; abstention is judged on its own
             )
             seconds = (time.perf_counter() - began) / len(batch)
@@ -155,12 +157,18 @@ def policy_fast_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     return policy_method(EvalContext(ctx.bench, ctx.bank, {**ctx.options, "policy_mode": "fast"}))
 
 
-def register_policy(name: str, path: str, mode: str | None = None, grammar: bool = True) -> None:
+def register_policy(name: str, path: str, mode: str | None = None, grammar: bool = True, rerank: bool = True) -> None:
     """Evaluate the policy folder `path` as method `name` (several policies can then be compared in one run);
-    `grammar=False` writes its arguments unconstrained."""
+    `grammar=False` writes its arguments unconstrained; `rerank=False` leaves out its reranker."""
 
     def factory(ctx: EvalContext) -> Callable[[Step], Prediction]:
-        options = {**ctx.options, "policy": path, "grammar": grammar, **({"policy_mode": mode} if mode else {})}
+        options = {
+            **ctx.options,
+            "policy": path,
+            "grammar": grammar,
+            "rerank": rerank,
+            **({"policy_mode": mode} if mode else {}),
+        }
         return policy_method(EvalContext(ctx.bench, ctx.bank, options))
 
     register(name, fills_arguments=True)(factory)

@@ -65,7 +65,8 @@ def selected(policy, bank, items, golds, mode, batch_size) -> list[float]:
     row = []
     for start in range(0, len(items), batch_size):
         batch = items[start : start + batch_size]
-        chosen = select_steps(policy, bank, batch, k=DEPTH, mode=mode, arguments=False)
+        base, _, suffix = mode.partition(":")  # `fast:norerank`: without the policy's reranker
+        chosen = select_steps(policy, bank, batch, k=DEPTH, mode=base, arguments=False, rerank=suffix != "norerank")
         for selection, gold in zip(chosen, golds[start : start + batch_size]):
             ranking = [t.name for t, _ in selection.candidates]
             row.append(selection_metrics(ranking, gold, [p for _, p in selection.candidates])["hit@1"])
@@ -152,7 +153,12 @@ def markdown(results: dict) -> str:
     default=SHIPPED_POLICY,
     help="The policy folder (default: the shipped policy).",
 )
-@click.option("--modes", default="fast", show_default=True, help="Policy modes (fast, reason, fast,reason; '' none).")
+@click.option(
+    "--modes",
+    default="fast",
+    show_default=True,
+    help="Policy modes (fast, reason, fast,reason; '' none); MODE:norerank leaves out the policy's reranker.",
+)
 @click.option("--batch-size", default=16, show_default=True)
 @click.option("--measures", default="per-query,per-step", show_default=True, help="Which of the two measures.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)

@@ -67,13 +67,18 @@ def test_no_tool_queries_are_refused_by_load_benchmark_and_read_by_load_no_tool(
         load_no_tool(write_bench(tmp_path / "tiny"))
 
 
-def test_the_shipped_policy_trained_on_the_two_training_catalogs():
-    assert trained_catalogs(SHIPPED) == {"metatool", "seal_tools"}
-    assert policy_trained_on(SHIPPED) == [
-        {"catalog": "metatool", "split": "train", "seed": 0},
-        {"catalog": "seal_tools", "split": "train", "seed": 0},
+def test_the_shipped_policy_and_its_reranker_trained_on_the_training_catalogs_only():
+    # the policy: MetaTool's and Seal-Tools' train splits; its reranker: every MetaTool and BFCL request
+    # it read, and Seal-Tools' train split (autotool/rerankers/all-MiniLM-L6-v2-rerank/manifest.json)
+    assert trained_catalogs(SHIPPED) == {"metatool", "seal_tools", "bfcl"}
+    assert [(e["catalog"], e["split"], e["seed"]) for e in policy_trained_on(SHIPPED)] == [
+        ("metatool", "train", 0),
+        ("seal_tools", "train", 0),
+        ("metatool", "all", 0),
+        ("bfcl", "all", 0),
     ]
     assert trained_on_bench(SHIPPED, load_benchmark("apibank")) == []
+    assert trained_on_bench(SHIPPED, load_benchmark("toolalpaca")) == []
 
 
 def test_trained_on_reads_the_field_and_older_manifests(tmp_path):

@@ -1,0 +1,142 @@
+"""Fit a policy's rerank weight c on foreign validation catalogs, and write `rerank` into its manifest.
+
+    python -m training.fit_rerank autotool/default_policy --bench apibank,toolalpaca --out FOLDER --write
+
+For each request of each catalog (`name[:split[:limit]]`, split `all` by default: catalogs the policy never
+trained on), fast mode's `--top` best candidates come from the served path without reranking
+(`select_steps(..., mode="fast", arguments=False, rerank=False)`), and the reranker scores each (request, tool
+text). Each c of the grid reorders them as serving will (`autotool.rerank.reranked`); c is the one with the best
+mean hit@1 over the catalogs (one call per request, any gold tool a hit; ties go to the smaller c). c = 0 is the
+policy without reranking, so a reranker that does not help is fitted to 0.
+
+`--write` records `rerank: {reranker, top, weight, fitted}` in the policy's manifest (replaced atomically);
+`--out` gets `results.md` (the grid) and `scores.json` (every candidate's probability and score).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+from tqdm import tqdm
+
+from autotool.benchmarks import benchmark_bank, catalog_queries, trained_on_bench
+from autotool.metrics import paired_bootstrap
+from autotool.policy import Policy
+from autotool.rerank import SHIPPED_RERANKER, load_reranker, reranked
+from autotool.select import select_steps
+from autotool.selection import StepInput
+from toolbank import atomic_write
+from training.cli import CommandError, doc_help, run
+from training.ship import commit
+
+GRID = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0)
+
+
+def scored(policy_path: Path, spec: str, reranker, top: int, batch: int = 32) -> list[dict]:
+    """Per request of catalog `spec`: its gold tools, fast mode's `top` candidates, their probabilities and the
+    reranker's scores."""
+    bench, queries = catalog_queries(spec)
+    if spec.partition(":")[2].partition(":")[0] in ("", "all") and trained_on_bench(policy_path, bench):
+        raise CommandError(f"--bench {spec}: the policy trained on {bench.name}; name one of its held-out splits")
+    bank = benchmark_bank(bench, "tools")
+    policy = Policy.load(policy_path, bank)
+    rows = []
+    for start in tqdm(range(0, len(queries), batch), desc=f"{spec}: candidates and scores", unit="batch"):
+        chunk = queries[start : start + batch]
+        chosen = select_steps(
+            policy,
+            bank,
+            [StepInput(q.text) for q in chunk],
+            k=top,
+            mode="fast",
+            arguments=False,
+            min_cosine=0,
+            rerank=False,
+        )
+        for q, s in zip(chunk, chosen):
+            rows.append(
+                {
+                    "id": q.id,
+                    "gold": list(q.gold_tools),
+                    "candidates": [t.name for t, _ in s.candidates],
+                    "p": [p for _, p in s.candidates],
+                    "score": reranker.scores(q.text, [t.text for t, _ in s.candidates]).tolist(),
+                }
+            )
+    return rows
+
+
+def hits(rows: list[dict], weight: float) -> list[float]:
+    """Hit@1 of each request when its candidates are reordered at `weight`."""
+    out = []
+    for r in rows:
+        p = reranked(np.array(r["p"]), np.array(r["score"]), weight) if weight else np.array(r["p"])
+        out.append(float(r["candidates"][int(np.argmax(p))] in r["gold"]))  # argmax: the first of the best
+    return out
+
+
+@click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("policy_path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--bench", default="apibank,toolalpaca", show_default=True, help="Comma-separated catalog specs.")
+@click.option("--reranker", "reranker_spec", default=SHIPPED_RERANKER, show_default=True, help="Id or folder.")
+@click.option("--top", type=click.IntRange(2, 64), default=5, show_default=True, help="Candidates reordered.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
+@click.option("--write", is_flag=True, help="Record the fitted `rerank` in the policy's manifest.")
+def main(policy_path, bench, reranker_spec, top, out, write):
+    reranker = load_reranker(reranker_spec)
+    specs = [s for s in bench.split(",") if s]
+    began = time.perf_counter()
+    rows = {spec: scored(policy_path, spec, reranker, top) for spec in specs}
+    seconds = time.perf_counter() - began
+    grid = {c: {spec: float(np.mean(hits(r, c))) for spec, r in rows.items()} for c in GRID}
+    weight = max(GRID, key=lambda c: (np.mean(list(grid[c].values())), -c))
+    lines = [
+        f"# Rerank weight for {policy_path}",
+        "",
+        f"Reranker `{reranker_spec}` over fast mode's best {top}; hit@1 per request (paired 95% interval against "
+        f"c = 0 at the fitted c = {weight:g}). {seconds:.0f} s for {sum(map(len, rows.values()))} requests.",
+        "",
+        "| c | " + " | ".join(specs) + " | mean |",
+        "|---:|" + "---:|" * (len(specs) + 1),
+    ]
+    for c in GRID:
+        lines.append(
+            f"| {c:g} | "
+            + " | ".join(f"{grid[c][s]:.3f}" for s in specs)
+            + f" | {np.mean(list(grid[c].values())):.3f} |"
+        )
+    lines.append("")
+    for spec, r in rows.items():
+        p = paired_bootstrap(hits(r, weight), hits(r, 0.0), groups=[x["id"] for x in r])
+        lines.append(f"- {spec}: {p['mean']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}]")
+    report = "\n".join(lines) + "\n"
+    click.echo(report)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.md").write_text(report)
+        (out / "scores.json").write_text(json.dumps(rows) + "\n")
+    if write:
+        manifest_file = policy_path / "manifest.json"
+        manifest = json.loads(manifest_file.read_text())
+        manifest["rerank"] = {
+            "reranker": reranker_spec,
+            "top": top,
+            "weight": weight,
+            "fitted": {
+                "on": specs,
+                "hit@1": grid[weight],
+                "hit@1_without": grid[0.0],
+                "grid": list(GRID),
+                "commit": commit(),
+            },
+        }
+        atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
+        click.echo(f"wrote rerank (c = {weight:g}) into {manifest_file}", err=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(run(main))
