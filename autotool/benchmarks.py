@@ -436,4 +436,5 @@ def step_input(bank: ToolBank, step: Step):
     earlier = [StepRecord("", c["tool"], c.get("args") or {}) for c in (step.query.calls or ())[: step.index]]
     if not step.query.calls:
         earlier = [StepRecord("", name, {}) for name in step.context]
-    return StepInput(step.query.text, history(earlier, bank.get), step.context)
+    called = tuple(bank.get(name).qualified_name for name in step.context)  # as the bank names them (ns/name)
+    return StepInput(step.query.text, history(earlier, bank.get), called)

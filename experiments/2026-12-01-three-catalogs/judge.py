@@ -57,7 +57,8 @@ def searched(bank, items, golds, mode) -> list[float]:
     for item, gold in zip(items, golds):
         found = bank.search(item.query, k=DEPTH + len(item.exclude), mode=mode)
         found = [h for h in found if h.name not in item.exclude][:DEPTH]
-        row.append(selection_metrics([h.name for h in found], gold, [h.score for h in found])["hit@1"])
+        ranking = [h.tool.name for h in found]  # the catalog's names (a hit's `name` is qualified: ns/name)
+        row.append(selection_metrics(ranking, gold, [h.score for h in found])["hit@1"])
     return row
 
 

@@ -272,3 +272,14 @@ def test_a_catalogs_bank_keeps_its_namespaced_tools_and_drops_the_ones_it_lost(t
     (folder / "queries.jsonl").write_text("".join(q + "\n" for q in queries if gone not in json.loads(q)["gold_tools"]))
     bank = benchmark_bank(load_benchmark(folder), "hash:64", root=tmp_path / "banks")
     assert len(bank) == len(lines) - 1 and f"ns/{gone}" not in {t.qualified_name for t in bank}
+
+
+def test_a_later_steps_called_tools_are_named_as_the_bank_names_them(tmp_path):
+    from autotool.benchmarks import Query, step_input, steps_of
+
+    folder = write_bench(tmp_path / "namespaced")
+    lines = (folder / "tools.jsonl").read_text().splitlines()
+    (folder / "tools.jsonl").write_text("".join(json.dumps({**json.loads(x), "namespace": "ns"}) + "\n" for x in lines))
+    bank = benchmark_bank(load_benchmark(folder), "hash:64", root=tmp_path / "banks")
+    later = steps_of(Query("q", "weather, then a forecast", ("get_weather", "get_forecast"), None))[1]
+    assert step_input(bank, later).exclude == ("ns/get_weather",)  # the served path excludes by qualified name
