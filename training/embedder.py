@@ -67,6 +67,18 @@ def triples(
     return rows, record
 
 
+def save_adapter(peft_model, folder: Path) -> None:
+    """Write a PEFT model's adapter (and any layers it saves whole) into `folder`, naming the stock model as its
+    base (not this machine's path to it) and without PEFT's empty model card (a manifest says what it is)."""
+    from toolbank.embed import STOCK_EMBEDDER
+
+    peft_model.save_pretrained(str(folder))
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = STOCK_EMBEDDER
+    (folder / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (folder / "README.md").unlink(missing_ok=True)
+
+
 @click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
 @click.option(
@@ -154,11 +166,7 @@ def main(out, catalogs, per_catalog, every_query, negatives, epochs, batch_size,
 
     out.mkdir(parents=True, exist_ok=True)
     adapter = out / "adapter"
-    model[0].model.save_pretrained(str(adapter))  # the adapter's weights and config only
-    config = json.loads((adapter / "adapter_config.json").read_text())
-    config["base_model_name_or_path"] = STOCK_EMBEDDER  # not this machine's path to it
-    (adapter / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
-    (adapter / "README.md").unlink(missing_ok=True)  # PEFT's empty model card; manifest.json says what this is
+    save_adapter(model[0].model, adapter)
     (adapter / "embedder.json").write_text(json.dumps({"base": STOCK_EMBEDDER}, indent=2) + "\n")
     embedder_id = load_embedder(str(adapter)).id  # merges once; what `--embedder OUT/adapter` loads
     manifest = {

@@ -26,7 +26,7 @@ from pathlib import Path
 import click
 
 from training.cli import CommandError, doc_help, run
-from training.embedder import ADAPTER_MODULES, triples
+from training.embedder import ADAPTER_MODULES, save_adapter, triples
 from training.ship import commit
 
 # (catalog, every request of it): Seal-Tools keeps its split's val and unseen tools for within-catalog figures
@@ -92,11 +92,7 @@ def main(out, per_catalog, negatives, epochs, batch_size, lr, rank, max_length, 
     wall = time.perf_counter() - start
 
     folder = out / "reranker"
-    model[0].model.save_pretrained(str(folder))  # the adapter and the scoring layer only
-    config = json.loads((folder / "adapter_config.json").read_text())
-    config["base_model_name_or_path"] = STOCK_EMBEDDER  # not this machine's path to it
-    (folder / "adapter_config.json").write_text(json.dumps(config, indent=2) + "\n")
-    (folder / "README.md").unlink(missing_ok=True)  # PEFT's empty model card; manifest.json says what this is
+    save_adapter(model[0].model, folder)  # the adapter and the scoring layer
     (folder / RERANKER_CONFIG).write_text(
         json.dumps({"base": STOCK_EMBEDDER, "max_length": max_length}, indent=2) + "\n"
     )
