@@ -36,13 +36,13 @@ from training.ship import commit
 GRID = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0)
 
 
-def scored(policy_path: Path, spec: str, reranker, top: int, batch: int = 32) -> list[dict]:
-    """Per request of catalog `spec`: its gold tools, fast mode's `top` candidates, their probabilities and the
-    reranker's scores."""
+def scored(policy_path: Path, spec: str, reranker, top: int, embedder: str = "tools", batch: int = 32) -> list[dict]:
+    """Per request of catalog `spec`: its gold tools, fast mode's `top` candidates (on a bank built with
+    `embedder`), their probabilities and the reranker's scores."""
     bench, queries = catalog_queries(spec)
     if spec.partition(":")[2].partition(":")[0] in ("", "all") and trained_on_bench(policy_path, bench):
         raise CommandError(f"--bench {spec}: the policy trained on {bench.name}; name one of its held-out splits")
-    bank = benchmark_bank(bench, "tools")
+    bank = benchmark_bank(bench, embedder)
     policy = Policy.load(policy_path, bank)
     rows = []
     for start in tqdm(range(0, len(queries), batch), desc=f"{spec}: candidates and scores", unit="batch"):
@@ -83,21 +83,27 @@ def hits(rows: list[dict], weight: float) -> list[float]:
 @click.argument("policy_path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--bench", default="apibank,toolalpaca", show_default=True, help="Comma-separated catalog specs.")
 @click.option("--reranker", "reranker_spec", default=SHIPPED_RERANKER, show_default=True, help="Id or folder.")
+@click.option(
+    "--embedder",
+    default="tools",
+    show_default=True,
+    help="The embedder the policy is served with: 'tools' (the shipped one), 'stock', or a folder.",
+)
 @click.option("--top", type=click.IntRange(2, 64), default=5, show_default=True, help="Candidates reordered.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Record the fitted `rerank` in the policy's manifest.")
-def main(policy_path, bench, reranker_spec, top, out, write):
+def main(policy_path, bench, reranker_spec, embedder, top, out, write):
     reranker = load_reranker(reranker_spec)
     specs = [s for s in bench.split(",") if s]
     began = time.perf_counter()
-    rows = {spec: scored(policy_path, spec, reranker, top) for spec in specs}
+    rows = {spec: scored(policy_path, spec, reranker, top, embedder) for spec in specs}
     seconds = time.perf_counter() - began
     grid = {c: {spec: float(np.mean(hits(r, c))) for spec, r in rows.items()} for c in GRID}
     weight = max(GRID, key=lambda c: (np.mean(list(grid[c].values())), -c))
     lines = [
         f"# Rerank weight for {policy_path}",
         "",
-        f"Reranker `{reranker_spec}` over fast mode's best {top}; hit@1 per request (paired 95% interval against "
+        f"Reranker `{reranker_spec}` over fast mode's best {top} (embedder `{embedder}`); hit@1 per request (paired 95% interval against "
         f"c = 0 at the fitted c = {weight:g}). {seconds:.0f} s for {sum(map(len, rows.values()))} requests.",
         "",
         "| c | " + " | ".join(specs) + " | mean |",
@@ -128,6 +134,7 @@ def main(policy_path, bench, reranker_spec, top, out, write):
             "weight": weight,
             "fitted": {
                 "on": specs,
+                "embedder": embedder,
                 "hit@1": grid[weight],
                 "hit@1_without": grid[0.0],
                 "grid": list(GRID),

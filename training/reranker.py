@@ -5,8 +5,9 @@
 It reranks fast and reason mode's best few candidates (`autotool.rerank`); a bi-encoder embeds the request and
 the tool apart and cannot weigh one against the other. The rows are `training.embedder.triples`: (request, gold
 tool text, `--negatives` hard negatives: the stock embedder's best tools of the same catalog that are not gold),
-from every request of MetaTool and BFCL (at most `--per-catalog` of each; MetaTool has 21,029) and from
-Seal-Tools' train split only, so Seal-Tools' val and unseen tools and every foreign catalog stay unseen.
+from `--catalogs`: by default every request of MetaTool and BFCL (at most `--per-catalog` of each; MetaTool has
+21,029) and Seal-Tools' train split only, so Seal-Tools' val and unseen tools and every foreign catalog stay
+unseen. A leave-one-catalog-out reranker leaves one out, e.g. `--catalogs metatool:all,bfcl:all`.
 Training is sentence-transformers' own `CrossEncoderTrainer` with its cross-encoder
 `MultipleNegativesRankingLoss` (the hard negatives and one in-batch negative a request), on a LoRA adapter (PEFT)
 over all-MiniLM-L6-v2 plus the new scoring layer, so what ships is a few MB.
@@ -29,12 +30,35 @@ from training.cli import CommandError, doc_help, run
 from training.embedder import ADAPTER_MODULES, save_adapter, triples
 from training.ship import commit
 
-# (catalog, every request of it): Seal-Tools keeps its split's val and unseen tools for within-catalog figures
-CATALOGS = (("metatool", True), ("bfcl", True), ("seal_tools", False))
+# Seal-Tools keeps its split's val and unseen tools for within-catalog figures
+DEFAULT_CATALOGS = "metatool:all,bfcl:all,seal_tools:train"
+
+
+def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
+    """`name:all|train,...` as (catalog, every request of it); a training catalog only, never a foreign one."""
+    from autotool.benchmarks import TRAINING_CATALOGS
+
+    out = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, split = item.partition(":")
+        if name not in TRAINING_CATALOGS:
+            raise CommandError(f"--catalogs: {name!r} is not a training catalog; expected one of {TRAINING_CATALOGS}")
+        if split not in ("all", "train"):
+            raise CommandError(f"--catalogs: {item!r}: expected the split 'all' or 'train' after the colon")
+        out.append((name, split == "all"))
+    if not out:
+        raise CommandError("--catalogs: expected at least one catalog, e.g. metatool:all")
+    return out
 
 
 @click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
+@click.option(
+    "--catalogs",
+    default=DEFAULT_CATALOGS,
+    show_default=True,
+    help="Comma-separated training catalogs, each NAME:all (every request) or NAME:train (its train split).",
+)
 @click.option("--per-catalog", type=int, default=2500, show_default=True, help="At most this many requests a catalog.")
 @click.option("--negatives", type=click.IntRange(1, 15), default=3, show_default=True, help="Hard negatives a request.")
 @click.option("--epochs", type=float, default=2.0, show_default=True)
@@ -43,7 +67,8 @@ CATALOGS = (("metatool", True), ("bfcl", True), ("seal_tools", False))
 @click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank.")
 @click.option("--max-length", type=int, default=96, show_default=True, help="Tokens of a (request, tool) pair.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Split and shuffling seed.")
-def main(out, per_catalog, negatives, epochs, batch_size, lr, rank, max_length, seed):
+def main(out, catalogs, per_catalog, negatives, epochs, batch_size, lr, rank, max_length, seed):
+    wanted = parse_catalogs(catalogs)  # before the heavy imports, so a typo fails at once
     from datasets import Dataset
     from peft import LoraConfig, TaskType, get_peft_model
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
@@ -55,7 +80,7 @@ def main(out, per_catalog, negatives, epochs, batch_size, lr, rank, max_length, 
     if per_catalog is not None and per_catalog < 1:
         raise CommandError(f"--per-catalog: expected at least 1, got {per_catalog}")
     rows, records = [], []
-    for catalog, every in CATALOGS:
+    for catalog, every in wanted:
         got, record = triples(catalog, seed, per_catalog, every, negatives)
         rows += got
         records.append(record)
