@@ -89,7 +89,9 @@ def build_trajectories(bench: Benchmark, split: Split, query_split: str = "train
         for step in steps_of(query):
             tool, arguments = tools[step.gold], step.gold_args or {}
             rationale = rationale_for(tool, query.text)
-            if not rationale:
+            if tool.name in step.context:  # the served path never chooses a tool already called: no target
+                problem = "repeats_called_tool"
+            elif not rationale:
                 problem = "empty_rationale"
             elif names_tool(rationale, tool.name):
                 problem = "rationale_names_tool"

@@ -77,11 +77,22 @@ def test_trajectories_drop_and_count_invalid_steps(tmp_path):
                 "gold_args": {"calls": [{"tool": "get_weather", "args": {"city": 3}}]},
             },
             {"id": "names", "query": "track it", "gold_tools": ["Tracker"], "gold_args": None},
+            {
+                "id": "twice",  # a called tool is excluded at later steps: its repeat could never be chosen
+                "query": "weather in Paris, then again",
+                "gold_tools": ["get_weather"],
+                "gold_args": {"calls": [{"tool": "get_weather", "args": {"city": "Paris"}}] * 2},
+            },
         ],
     )
     split = make_split(bench, seen_fraction=1.0, val_fraction=0.0, test_fraction=0.0)
     trajectories, counts = build_trajectories(bench, split)
-    assert counts == {"kept": 1, "dropped_invalid_call": 1, "dropped_empty_rationale": 1}
+    assert counts == {
+        "kept": 1,
+        "dropped_invalid_call": 1,
+        "dropped_empty_rationale": 1,
+        "dropped_repeats_called_tool": 1,
+    }
     (step,) = trajectories[0]["steps"]
     assert step == {
         "rationale": "Current weather for a city.",
