@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import shutil
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from autotool.selection import Candidate
-from toolbank.embed import STOCK_EMBEDDER, default_model_folder
+from toolbank.embed import STOCK_EMBEDDER, default_model_folder, export_bert
 from toolbank.paths import autotool_home
 
 log = logging.getLogger(__name__)
@@ -83,39 +82,13 @@ def merged_model(folder: Path):
 
 def _export(folder: Path, target: Path) -> None:
     """Merge the adapter of `folder` and write the network to `target/model.onnx` (one writer wins)."""
-    import torch
-
     model = merged_model(folder)
     log.warning("exporting the reranker %s to ONNX in %s (once; a few seconds)", folder, target.parent)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    example = tuple(torch.ones((2, 6), dtype=torch.long) for _ in names)
     staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-
-    class Logits(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).logits[
-                :, 0
-            ]
-
     try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the exporter's notes on how it lowers some operators
-            torch.onnx.export(
-                Logits().eval(),
-                example,
-                str(staging / "model.onnx"),
-                input_names=names,
-                output_names=["scores"],
-                opset_version=17,
-                dynamo=False,
-                dynamic_axes={name: {0: "pairs", 1: "tokens"} for name in names} | {"scores": {0: "pairs"}},
-            )
+        export_bert(model, lambda out: out.logits[:, 0], staging / "model.onnx", "scores", 1)
         try:
             os.rename(staging, target)
         except OSError:  # another process finished first

@@ -430,6 +430,40 @@ def cached_export(folder: Path, pipeline: MeanPooling | None = None) -> Export |
     return Export(target / "model.onnx", bool(info.get("tokenizer_matches")))
 
 
+BERT_INPUTS = ["input_ids", "attention_mask", "token_type_ids"]
+
+
+def export_bert(network, pick, path: Path, output: str, output_dims: int) -> None:
+    """Write `pick(network(...))` of a BERT-style `network` to the ONNX file `path`: inputs `BERT_INPUTS` and
+    `output`, with the batch axis (and the token axis of inputs, and of an output of 2 or more dims) dynamic.
+    Shared by the embedder's export and the reranker's (`autotool.rerank`)."""
+    import torch
+
+    class Picked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.network = network
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return pick(self.network(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids))
+
+    axes = {name: {0: "batch", 1: "tokens"} for name in BERT_INPUTS}
+    axes[output] = {0: "batch", 1: "tokens"} if output_dims >= 2 else {0: "batch"}
+    example = tuple(torch.ones((2, 6), dtype=torch.long) for _ in BERT_INPUTS)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's notes on how it lowers some operators
+        torch.onnx.export(
+            Picked().eval(),
+            example,
+            str(path),
+            input_names=BERT_INPUTS,
+            output_names=[output],
+            opset_version=17,
+            dynamo=False,
+            dynamic_axes=axes,
+        )
+
+
 def export_onnx(model, folder: Path, pipeline: MeanPooling | None = None) -> Export:
     """Export the transformer of a loaded sentence-transformers `model` to ONNX once (keyed by a digest of the
     folder's weights), or find the export."""
@@ -437,39 +471,12 @@ def export_onnx(model, folder: Path, pipeline: MeanPooling | None = None) -> Exp
     found = cached_export(folder, pipeline)
     if found is not None:
         return found
-    import torch
-
-    network = list(model)[0].auto_model
-
-    class LastHiddenState(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.network = network
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.network(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
     target = _export_folder(folder, pipeline)
     log.warning("exporting the embedder %s to ONNX in %s (once; a few seconds)", folder, target.parent)
-    names = ["input_ids", "attention_mask", "token_type_ids"]
-    example = tuple(torch.ones((1, 4), dtype=torch.long) for _ in names)
     target.parent.mkdir(parents=True, exist_ok=True)
     single = target.with_name(f".{target.name}.{os.getpid()}.onnx.tmp")  # one file, then split by _write_export
     try:
-        with torch.no_grad(), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the exporter's notes on how it lowers some operators
-            torch.onnx.export(
-                LastHiddenState().eval(),
-                example,
-                str(single),
-                input_names=names,
-                output_names=["last_hidden_state"],
-                opset_version=17,
-                dynamo=False,
-                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in names + ["last_hidden_state"]},
-            )
+        export_bert(list(model)[0].auto_model, lambda out: out.last_hidden_state, single, "last_hidden_state", 2)
         transformer = list(model)[0]
         _write_export(
             target,
