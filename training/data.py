@@ -13,8 +13,9 @@ deterministic rule from the gold tool's description and the query:
    ties): the capability, in the language of tool descriptions;
 2. replace the tool's name in it (whole word, any case, also split at camelCase / `_`) by "the tool";
 3. keep at most 30 words; fewer than two words besides "the tool" count as empty.
-A step is dropped, and counted, when its rationale is empty or still names the tool (compared with
-letters and digits only, so `Research-Helper` is caught), or when its gold call fails the tool's schema.
+A trajectory is dropped, and counted, when a step's rationale is empty or still names the tool (compared with
+letters and digits only, so `Research-Helper` is caught), when its gold call fails the tool's schema, or when
+it calls a tool an earlier step called (the served path never chooses it again).
 """
 
 from __future__ import annotations
@@ -178,8 +179,13 @@ def examples(trajectories: Iterable[dict], tools: dict[str, Tool]) -> list[Examp
     out = []
     for trajectory in trajectories:
         context = []
-        for step in trajectory["steps"]:
+        for number, step in enumerate(trajectory["steps"], 1):
             done = tuple(s.tool for s in context)
+            if step["tool"] in done:  # its target would be excluded: log p = -inf
+                raise DataError(
+                    f"trajectory {trajectory['id']}: step {number} calls {step['tool']!r}, which an earlier step "
+                    "called; the served path never chooses a called tool again"
+                )
             out.append(
                 Example(
                     StepInput(trajectory["query"], history(context, tools.__getitem__), done),

@@ -23,13 +23,20 @@ import click
 import numpy as np
 from tqdm import tqdm
 
-from autotool.benchmarks import benchmark_bank, catalog_queries, trained_on_bench
+from autotool.benchmarks import (
+    benchmark_bank,
+    catalog_queries,
+    embedder_trained_on_bench,
+    held_out_from,
+    trained_on_bench,
+)
 from autotool.metrics import paired_bootstrap
-from autotool.policy import Policy
-from autotool.rerank import SHIPPED_RERANKER, load_reranker, reranked
+from autotool.policy import Policy, PolicyError
+from autotool.rerank import SHIPPED_RERANKER, RerankerError, load_reranker, reranked
 from autotool.select import select_steps
 from autotool.selection import StepInput
 from toolbank import atomic_write
+from toolbank.embed import EmbedderError, load_embedder
 from training.cli import CommandError, doc_help, run
 from training.ship import commit
 
@@ -40,10 +47,20 @@ def scored(policy_path: Path, spec: str, reranker, top: int, embedder: str = "to
     """Per request of catalog `spec`: its gold tools, fast mode's `top` candidates (on a bank built with
     `embedder`), their probabilities and the reranker's scores."""
     bench, queries = catalog_queries(spec)
-    if spec.partition(":")[2].partition(":")[0] in ("", "all") and trained_on_bench(policy_path, bench):
+    split = spec.partition(":")[2].partition(":")[0] or "all"
+    if split == "all" and trained_on_bench(policy_path, bench):
         raise CommandError(f"--bench {spec}: the policy trained on {bench.name}; name one of its held-out splits")
+    for entry in embedder_trained_on_bench(embedder, bench):
+        if split in ("all", "train") or not held_out_from(entry, 0):
+            raise CommandError(
+                f"--bench {spec}: embedder {embedder!r} was fine-tuned on {bench.name} ({entry.get('split')} split); "
+                "fit on a catalog it never saw, or pass --embedder stock"
+            )
     bank = benchmark_bank(bench, embedder)
-    policy = Policy.load(policy_path, bank)
+    try:
+        policy = Policy.load(policy_path, bank)
+    except PolicyError as error:
+        raise CommandError(f"--embedder {embedder}: {error}") from None
     rows = []
     for start in tqdm(range(0, len(queries), batch), desc=f"{spec}: candidates and scores", unit="batch"):
         chunk = queries[start : start + batch]
@@ -93,7 +110,14 @@ def hits(rows: list[dict], weight: float) -> list[float]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Record the fitted `rerank` in the policy's manifest.")
 def main(policy_path, bench, reranker_spec, embedder, top, out, write):
-    reranker = load_reranker(reranker_spec)
+    try:
+        embedder_id = load_embedder(embedder).id
+    except EmbedderError as error:
+        raise CommandError(f"--embedder: {error}") from None
+    try:
+        reranker = load_reranker(reranker_spec)
+    except RerankerError as error:
+        raise CommandError(f"--reranker: {error}") from None
     specs = [s for s in bench.split(",") if s]
     began = time.perf_counter()
     rows = {spec: scored(policy_path, spec, reranker, top, embedder) for spec in specs}
@@ -103,8 +127,9 @@ def main(policy_path, bench, reranker_spec, embedder, top, out, write):
     lines = [
         f"# Rerank weight for {policy_path}",
         "",
-        f"Reranker `{reranker_spec}` over fast mode's best {top} (embedder `{embedder}`); hit@1 per request (paired 95% interval against "
-        f"c = 0 at the fitted c = {weight:g}). {seconds:.0f} s for {sum(map(len, rows.values()))} requests.",
+        f"Reranker `{reranker_spec}` over fast mode's best {top} (embedder `{embedder}`); hit@1 per request "
+        f"(paired 95% interval against c = 0 at the fitted c = {weight:g}). {seconds:.0f} s for "
+        f"{sum(map(len, rows.values()))} requests.",
         "",
         "| c | " + " | ".join(specs) + " | mean |",
         "|---:|" + "---:|" * (len(specs) + 1),
@@ -134,7 +159,7 @@ def main(policy_path, bench, reranker_spec, embedder, top, out, write):
             "weight": weight,
             "fitted": {
                 "on": specs,
-                "embedder": embedder,
+                "embedder": embedder_id,
                 "hit@1": grid[weight],
                 "hit@1_without": grid[0.0],
                 "grid": list(GRID),

@@ -40,11 +40,15 @@ def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
 
     out = []
     for item in filter(None, (s.strip() for s in spec.split(","))):
-        name, _, split = item.partition(":")
+        name, _, split = (part.strip() for part in item.partition(":"))
         if name not in TRAINING_CATALOGS:
-            raise CommandError(f"--catalogs: {name!r} is not a training catalog; expected one of {TRAINING_CATALOGS}")
+            raise CommandError(
+                f"--catalogs: {name!r} is not a training catalog; expected one of {', '.join(TRAINING_CATALOGS)}"
+            )
         if split not in ("all", "train"):
             raise CommandError(f"--catalogs: {item!r}: expected the split 'all' or 'train' after the colon")
+        if name in (n for n, _ in out):
+            raise CommandError(f"--catalogs: {name!r} is named twice; name each catalog once")
         out.append((name, split == "all"))
     if not out:
         raise CommandError("--catalogs: expected at least one catalog, e.g. metatool:all")

@@ -1,5 +1,6 @@
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -121,6 +122,18 @@ def test_multi_step_trajectories_become_one_example_per_step_with_earlier_steps_
     assert second.input.exclude == (multi["steps"][0]["tool"],)
     assert call_text(multi["steps"][0]["tool"], multi["steps"][0]["arguments"]) in second.input.context[0]
     assert second.gold_call == {"name": multi["steps"][1]["tool"], "arguments": multi["steps"][1]["arguments"]}
+
+
+def test_a_trajectory_of_ones_own_that_repeats_a_called_tool_is_refused(seal):
+    bench, split = seal
+    trajectories, _ = build_trajectories(bench, split)
+    multi = next(t for t in trajectories if len(t["steps"]) > 1)
+    repeated = {**multi, "steps": [multi["steps"][0], multi["steps"][0]]}
+    tools = {t.name: t for t in bench.tools}
+    assert len(examples([multi], tools)) == len(multi["steps"])
+    says = f"trajectory {multi['id']}: step 2 calls '{multi['steps'][0]['tool']}', which an earlier step called"
+    with pytest.raises(DataError, match=re.escape(says)):
+        examples([repeated], tools)
 
 
 @pytest.mark.parametrize("name", ["metatool", "seal_tools", "bfcl"])

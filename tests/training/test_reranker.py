@@ -12,7 +12,7 @@ def test_default_reads_metatool_and_bfcl_whole_and_seal_tools_train_split():
 
 
 def test_leave_one_out_spec():
-    assert parse_catalogs("seal_tools:all, bfcl:all") == [("seal_tools", True), ("bfcl", True)]
+    assert parse_catalogs("seal_tools:all, bfcl : all") == [("seal_tools", True), ("bfcl", True)]
 
 
 @pytest.mark.parametrize(
@@ -22,6 +22,7 @@ def test_leave_one_out_spec():
         ("metatool", "expected the split 'all' or 'train'"),
         ("metatool:val", "expected the split 'all' or 'train'"),
         (" , ", "expected at least one catalog"),
+        ("metatool:all,metatool:train", "'metatool' is named twice"),
     ],
 )
 def test_bad_spec_names_the_option_and_what_was_expected(spec, says):
@@ -45,3 +46,51 @@ def test_fit_hits_reorder_by_the_weight():
     assert hits(rows, 0.0) == [0.0]  # c = 0: no reranking
     assert hits(rows, 0.5) == [0.0]  # 0.5 < log 2: still a
     assert hits(rows, 1.0) == [1.0]  # 1 > log 2: b
+
+
+@pytest.fixture
+def policy_folder(tmp_path):
+    folder = tmp_path / "policy"
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"name": "p"}\n')
+    return folder
+
+
+def test_fit_writes_the_weight_and_the_embedder_it_was_fitted_on(policy_folder, monkeypatch):
+    import json
+
+    import training.fit_rerank as fit
+
+    asked = []
+
+    def scored(policy_path, spec, reranker, top, embedder):
+        asked.append((spec, embedder))
+        return [{"id": "q", "gold": ["b"], "candidates": ["a", "b"], "p": [0.6, 0.3], "score": [0.0, 1.0]}]
+
+    monkeypatch.setattr(fit, "scored", scored)
+    monkeypatch.setattr(fit, "load_reranker", lambda spec: None)
+    args = [str(policy_folder), "--bench", "apibank", "--embedder", "hash:8", "--write"]
+    result = CliRunner().invoke(fit.main, args)
+    assert result.exit_code == 0, result.output
+    assert asked == [("apibank", "hash:8")]
+    rerank = json.loads((policy_folder / "manifest.json").read_text())["rerank"]
+    assert rerank["weight"] == 1.0  # the smallest c of the grid above log 2
+    assert rerank["fitted"]["embedder"] == "hash:8" and rerank["fitted"]["on"] == ["apibank"]
+    assert rerank["fitted"]["hit@1"] == {"apibank": 1.0} and rerank["fitted"]["hit@1_without"] == {"apibank": 0.0}
+
+
+def test_fit_refuses_an_unknown_embedder_and_leaves_the_manifest(policy_folder):
+    from training.fit_rerank import main
+
+    result = CliRunner().invoke(main, [str(policy_folder), "--embedder", "nope", "--write"])
+    assert result.exit_code != 0
+    assert "--embedder: unknown embedder 'nope'" in result.output
+    assert (policy_folder / "manifest.json").read_text() == '{"name": "p"}\n'
+
+
+def test_fit_refuses_a_catalog_the_embedder_trained_on(policy_folder):
+    from training.fit_rerank import scored
+
+    # the shipped `tools` adapter read every MetaTool request: none of its splits is held out from it
+    with pytest.raises(CommandError, match="--bench metatool:val: embedder 'tools' was fine-tuned on metatool"):
+        scored(policy_folder, "metatool:val", None, 5, "tools")
