@@ -1,5 +1,5 @@
 """The main job: build the default tool bank from the bundled catalogs, let the shipped policy choose tools
-(rationale, probability, arguments), compare with plain search, and show the committed results on unseen tools.
+(rationale, probability, arguments), compare with plain search, and show the committed results on tools and catalogs it never trained on.
 
     make run          # or: .venv/bin/python demo.py [--bank PATH]
 
@@ -96,20 +96,30 @@ def show_searches(bank: ToolBank) -> None:
     click.echo()
 
 
-# The committed evaluations of the shipped policy on unseen-test samples that no earlier run had evaluated a
-# policy on (experiments/2026-11-29-eval-default/eval.sh, CPU); in these runs the policy is method `shipped`.
-RESULT_FOLDERS = {"metatool": "2026-11-30-metatool-phase2-unseen", "seal_tools": "2026-11-30-seal_tools-phase2-unseen"}
-SHOWN = {"bm25": "bm25", "dense": "dense", "hybrid": "hybrid", "shipped": "policy"}
+# The committed evaluations of what users get today (the shipped policy, its reranker and the `tools` embedder,
+# through `select_steps`, per request: experiments/2026-12-01-three-catalogs/judge.py): (catalog, where its
+# figures are, what the catalog is to the shipped models). MetaTool is not shown: the embedder and the reranker
+# read every MetaTool request, so none of its tools is unseen.
+SHOWN_RESULTS = [
+    ("seal_tools:unseen-test:300", ["seal_tools-unseen"], "unseen tools"),
+    ("apibank", ["fast", "reason"], "a foreign catalog; the reranker's weight was fitted on it"),
+    ("toolalpaca", ["fast", "reason"], "a foreign catalog; the reranker's weight was fitted on it"),
+]
+SHOWN = {"bm25": "bm25", "dense-stock": "dense", "hybrid-stock": "hybrid", "fast": "fast", "reason": "reason"}
 
 
 def results_lines() -> list[str]:
-    """hit@1 on unseen tools from the committed evaluations, one line a benchmark."""
+    """hit@1 per request from the committed evaluations of the served path, one line a catalog."""
     lines = []
-    for bench, folder in RESULT_FOLDERS.items():
-        results = json.loads((RESULTS / folder / "results.json").read_text())
-        split = next(s for s in results["splits"] if s["split"] == "unseen-test")
-        cells = [f"{label} {split['methods'][m]['hit@1']:.3f}" for m, label in SHOWN.items() if m in split["methods"]]
-        lines.append(f"  {bench} ({split['n_queries']} queries, experiments/{folder}): " + ", ".join(cells))
+    for catalog, folders, role in SHOWN_RESULTS:
+        scores = {}
+        for folder in folders:
+            results = json.loads((RESULTS / "2026-12-02-rerank-served" / folder / "results.json").read_text())
+            scores.update(results["catalogs"][catalog]["measures"]["per-query"]["hit@1"])
+        n = results["catalogs"][catalog]["queries"]
+        cells = ", ".join(f"{label} {scores[m]:.3f}" for m, label in SHOWN.items())
+        lines.append(f"  {catalog.partition(':')[0]} ({n} requests, {role}): {cells}")
+    lines.append("  (experiments/2026-12-02-rerank-served; docs/results.md has the intervals)")
     return lines
 
 
@@ -124,7 +134,7 @@ def main(bank: Path | None) -> None:
     tool_bank = build_bank(bank or default_bank_path())
     show_selections(tool_bank)
     show_searches(tool_bank)
-    click.echo("On tools it never saw (hit@1, unseen-test; committed results, not recomputed here):")
+    click.echo("On tools and catalogs it never trained on (hit@1 per request; committed results, not recomputed here):")
     for line in results_lines():
         click.echo(line)
 

@@ -28,4 +28,6 @@ def test_main_job_shows_choices_and_only_valid_arguments(tmp_path):
             import json
 
             assert isinstance(json.loads(line.removeprefix("  arguments: ")), dict)
-    assert "seal_tools (" in out and "policy 0.609" in out  # the committed unseen-test figure, read back
+    # the committed figures of the served path, read back
+    assert "seal_tools (300 requests, unseen tools): bm25 0.927" in out and "fast 0.940, reason 0.953" in out
+    assert "apibank (354 requests, " in out and "fast 0.836, reason 0.814" in out
