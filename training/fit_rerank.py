@@ -3,8 +3,8 @@
     python -m training.fit_rerank autotool/default_policy --bench apibank,toolalpaca --out FOLDER --write
 
 For each request of each catalog (`name[:split[:limit]]`, split `all` by default: catalogs the policy never
-trained on), fast mode's `--top` best candidates come from the served path without reranking
-(`select_steps(..., mode="fast", arguments=False, rerank=False)`), and the reranker scores each (request, tool
+trained on), `--mode`'s (fast by default) `--top` best candidates come from the served path without reranking
+(`select_steps(..., mode=MODE, arguments=False, rerank=False)`), and the reranker scores each (request, tool
 text). Each c of the grid reorders them as serving will (`autotool.rerank.reranked`); c is the one with the best
 mean hit@1 over the catalogs (one call per request, any gold tool a hit; ties go to the smaller c). c = 0 is the
 policy without reranking, so a reranker that does not help is fitted to 0.
@@ -43,8 +43,10 @@ from training.ship import commit
 GRID = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0)
 
 
-def scored(policy_path: Path, spec: str, reranker, top: int, embedder: str = "tools", batch: int = 32) -> list[dict]:
-    """Per request of catalog `spec`: its gold tools, fast mode's `top` candidates (on a bank built with
+def scored(
+    policy_path: Path, spec: str, reranker, top: int, embedder: str = "tools", batch: int = 32, mode: str = "fast"
+) -> list[dict]:
+    """Per request of catalog `spec`: its gold tools, `mode`'s `top` candidates (on a bank built with
     `embedder`), their probabilities and the reranker's scores."""
     bench, queries = catalog_queries(spec)
     split = spec.partition(":")[2].partition(":")[0] or "all"
@@ -69,7 +71,7 @@ def scored(policy_path: Path, spec: str, reranker, top: int, embedder: str = "to
             bank,
             [StepInput(q.text) for q in chunk],
             k=top,
-            mode="fast",
+            mode=mode,
             arguments=False,
             min_cosine=0,
             rerank=False,
@@ -107,9 +109,16 @@ def hits(rows: list[dict], weight: float) -> list[float]:
     help="The embedder the policy is served with: 'tools' (the shipped one), 'stock', or a folder.",
 )
 @click.option("--top", type=click.IntRange(2, 64), default=5, show_default=True, help="Candidates reordered.")
+@click.option(
+    "--mode",
+    type=click.Choice(["fast", "reason"]),
+    default="fast",
+    show_default=True,
+    help="The mode whose candidates are reordered (reason writes a rationale a request: minutes, not seconds).",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Record the fitted `rerank` in the policy's manifest.")
-def main(policy_path, bench, reranker_spec, embedder, top, out, write):
+def main(policy_path, bench, reranker_spec, embedder, top, mode, out, write):
     try:
         embedder_id = load_embedder(embedder).id
     except EmbedderError as error:
@@ -120,14 +129,14 @@ def main(policy_path, bench, reranker_spec, embedder, top, out, write):
         raise CommandError(f"--reranker: {error}") from None
     specs = [s for s in bench.split(",") if s]
     began = time.perf_counter()
-    rows = {spec: scored(policy_path, spec, reranker, top, embedder) for spec in specs}
+    rows = {spec: scored(policy_path, spec, reranker, top, embedder, mode=mode) for spec in specs}
     seconds = time.perf_counter() - began
     grid = {c: {spec: float(np.mean(hits(r, c))) for spec, r in rows.items()} for c in GRID}
     weight = max(GRID, key=lambda c: (np.mean(list(grid[c].values())), -c))
     lines = [
         f"# Rerank weight for {policy_path}",
         "",
-        f"Reranker `{reranker_spec}` over fast mode's best {top} (embedder `{embedder}`); hit@1 per request "
+        f"Reranker `{reranker_spec}` over {mode} mode's best {top} (embedder `{embedder}`); hit@1 per request "
         f"(paired 95% interval against c = 0 at the fitted c = {weight:g}). {seconds:.0f} s for "
         f"{sum(map(len, rows.values()))} requests.",
         "",
@@ -160,6 +169,7 @@ def main(policy_path, bench, reranker_spec, embedder, top, out, write):
             "fitted": {
                 "on": specs,
                 "embedder": embedder_id,
+                "mode": mode,
                 "hit@1": grid[weight],
                 "hit@1_without": grid[0.0],
                 "grid": list(GRID),

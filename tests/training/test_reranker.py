@@ -63,8 +63,8 @@ def test_fit_writes_the_weight_and_the_embedder_it_was_fitted_on(policy_folder, 
 
     asked = []
 
-    def scored(policy_path, spec, reranker, top, embedder):
-        asked.append((spec, embedder))
+    def scored(policy_path, spec, reranker, top, embedder, mode):
+        asked.append((spec, embedder, mode))
         return [{"id": "q", "gold": ["b"], "candidates": ["a", "b"], "p": [0.6, 0.3], "score": [0.0, 1.0]}]
 
     monkeypatch.setattr(fit, "scored", scored)
@@ -72,7 +72,7 @@ def test_fit_writes_the_weight_and_the_embedder_it_was_fitted_on(policy_folder, 
     args = [str(policy_folder), "--bench", "apibank", "--embedder", "hash:8", "--write"]
     result = CliRunner().invoke(fit.main, args)
     assert result.exit_code == 0, result.output
-    assert asked == [("apibank", "hash:8")]
+    assert asked == [("apibank", "hash:8", "fast")]
     rerank = json.loads((policy_folder / "manifest.json").read_text())["rerank"]
     assert rerank["weight"] == 1.0  # the smallest c of the grid above log 2
     assert rerank["fitted"]["embedder"] == "hash:8" and rerank["fitted"]["on"] == ["apibank"]
