@@ -34,11 +34,20 @@ ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of th
 
 
 def triples(
-    catalog: str, seed: int = 0, limit: int | None = None, every_query: bool = False, negatives: int = 1
+    catalog: str,
+    seed: int = 0,
+    limit: int | None = None,
+    every_query: bool = False,
+    negatives: int = 1,
+    lexical: int = 0,
 ) -> tuple[list[tuple[str, ...]], dict]:
     """(request, gold tool text, `negatives` hard negative texts) for the train queries of `catalog` (every
-    query and tool with `every_query`), and its record for the manifest."""
+    query and tool with `every_query`), and its record for the manifest. The hard negatives are the stock
+    embedder's best tools that are not gold; the last `lexical` of them BM25's best instead (not gold, not
+    already taken; the dense ones again where BM25 finds too few), the confusers a lexical prior brings into the
+    served path's candidates."""
     from toolbank import load_embedder
+    from toolbank.search import BM25Index
 
     bench = load_benchmark(catalog)
     split = load_split(bench, seed)
@@ -53,11 +62,18 @@ def triples(
     tool_vectors = stock.encode([text[n] for n in names], progress=True)  # (tools, dim)
     query_vectors = stock.encode([q.text for q in queries], progress=True)  # (queries, dim)
     ranks = np.argsort(-(query_vectors @ tool_vectors.T), axis=1)[:, :16]  # (queries, 16)
+    bm25 = BM25Index(range(len(names)), [text[n] for n in names]) if lexical else None
     rows = []
     for q, ranked in zip(queries, ranks):
-        hard = [text[names[i]] for i in ranked if names[i] not in q.gold_tools][:negatives]
+        wrong = [names[i] for i in ranked if names[i] not in q.gold_tools]
+        hard = wrong[: negatives - lexical]
+        if bm25 is not None:  # a request sharing no word with enough tools keeps dense negatives in their place
+            lexical_ranked = [names[i] for i in bm25.search(q.text, 16)[1]]
+            hard += [n for n in lexical_ranked if n not in q.gold_tools and n not in hard][:lexical]
+            hard += [n for n in wrong if n not in hard][: negatives - len(hard)]
         if len(hard) < negatives:
             continue
+        hard = [text[n] for n in hard]
         rows += [(q.text, text[gold], *hard) for gold in dict.fromkeys(q.gold_tools)]
     record = training_record(bench, seed, "all" if every_query else "train") | {
         "queries": len(queries),

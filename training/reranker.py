@@ -4,7 +4,8 @@
 
 It reranks fast and reason mode's best few candidates (`autotool.rerank`); a bi-encoder embeds the request and
 the tool apart and cannot weigh one against the other. The rows are `training.embedder.triples`: (request, gold
-tool text, `--negatives` hard negatives: the stock embedder's best tools of the same catalog that are not gold),
+tool text, `--negatives` hard negatives: the stock embedder's best tools of the same catalog that are not gold,
+the last `--lexical-negatives` of them BM25's best instead),
 from `--catalogs`: by default every request of MetaTool and BFCL (at most `--per-catalog` of each; MetaTool has
 21,029) and Seal-Tools' train split only, so Seal-Tools' val and unseen tools and every foreign catalog stay
 unseen. A leave-one-catalog-out reranker leaves one out, e.g. `--catalogs metatool:all,bfcl:all`.
@@ -65,13 +66,20 @@ def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
 )
 @click.option("--per-catalog", type=int, default=2500, show_default=True, help="At most this many requests a catalog.")
 @click.option("--negatives", type=click.IntRange(1, 15), default=3, show_default=True, help="Hard negatives a request.")
+@click.option(
+    "--lexical-negatives",
+    type=click.IntRange(0, 15),
+    default=0,
+    show_default=True,
+    help="How many of the hard negatives are BM25's best wrong tools instead of the stock embedder's.",
+)
 @click.option("--epochs", type=float, default=2.0, show_default=True)
 @click.option("--batch-size", type=int, default=16, show_default=True, help="Requests a step.")
 @click.option("--lr", type=float, default=5e-4, show_default=True, help="Learning rate of the adapter.")
 @click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank.")
 @click.option("--max-length", type=int, default=96, show_default=True, help="Tokens of a (request, tool) pair.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Split and shuffling seed.")
-def main(out, catalogs, per_catalog, negatives, epochs, batch_size, lr, rank, max_length, seed):
+def main(out, catalogs, per_catalog, negatives, lexical_negatives, epochs, batch_size, lr, rank, max_length, seed):
     wanted = parse_catalogs(catalogs)  # before the heavy imports, so a typo fails at once
     from datasets import Dataset
     from peft import LoraConfig, TaskType, get_peft_model
@@ -83,9 +91,11 @@ def main(out, catalogs, per_catalog, negatives, epochs, batch_size, lr, rank, ma
 
     if per_catalog is not None and per_catalog < 1:
         raise CommandError(f"--per-catalog: expected at least 1, got {per_catalog}")
+    if lexical_negatives > negatives:
+        raise CommandError(f"--lexical-negatives: expected at most --negatives ({negatives}), got {lexical_negatives}")
     rows, records = [], []
     for catalog, every in wanted:
-        got, record = triples(catalog, seed, per_catalog, every, negatives)
+        got, record = triples(catalog, seed, per_catalog, every, negatives, lexical_negatives)
         rows += got
         records.append(record)
         click.echo(f"{catalog}: {len(got)} rows from {record['queries']} requests", err=True)
@@ -128,7 +138,8 @@ def main(out, catalogs, per_catalog, negatives, epochs, batch_size, lr, rank, ma
     manifest = {
         "reranker": "cross-encoder over " + STOCK_EMBEDDER,
         "trained_on": records,
-        "loss": f"cross-encoder MultipleNegativesRankingLoss, {negatives} hard negatives and 1 in-batch",
+        "loss": f"cross-encoder MultipleNegativesRankingLoss, {negatives} hard negatives ({lexical_negatives} of "
+        "them BM25's) and 1 in-batch",
         "adapter": {"type": "lora", "rank": rank, "alpha": 2 * rank, "modules": ADAPTER_MODULES},
         "epochs": epochs,
         "batch_size": batch_size,

@@ -94,3 +94,32 @@ def test_fit_refuses_a_catalog_the_embedder_trained_on(policy_folder):
     # the shipped `tools` adapter read every MetaTool request: none of its splits is held out from it
     with pytest.raises(CommandError, match="--bench metatool:val: embedder 'tools' was fine-tuned on metatool"):
         scored(policy_folder, "metatool:val", None, 5, "tools")
+
+
+def test_lexical_negatives_replace_the_last_dense_ones_with_bm25s(monkeypatch):
+    import toolbank
+    from autotool.benchmarks import load_benchmark, load_split
+    from toolbank import HashEmbedder
+    from toolbank.search import BM25Index
+    from training.embedder import triples
+
+    monkeypatch.setattr(toolbank, "load_embedder", lambda spec: HashEmbedder(64))  # no model: a fixed embedding
+    dense, _ = triples("metatool", limit=20, negatives=3)
+    mixed, _ = triples("metatool", limit=20, negatives=3, lexical=1)
+    assert len(dense) == len(mixed) > 0
+    for d, m in zip(dense, mixed):
+        assert d[:4] == m[:4]  # request, gold, the first two dense negatives
+        assert m[4] not in m[1:4]  # a new tool, not the gold one nor a dense negative
+    lexical = [m for d, m in zip(dense, mixed) if d[4] != m[4]]
+    assert lexical  # most requests share a word with some tool
+    bench = load_benchmark("metatool")
+    train = set(load_split(bench).tools["train"])  # the negatives come from the train tools
+    texts = [t.text for t in bench.tools if t.name in train]
+    bm25 = BM25Index(range(len(texts)), texts)
+    for m in lexical:  # BM25's best tool that is neither the gold one nor a dense negative
+        assert m[4] == next(texts[i] for i in bm25.search(m[0], 16)[1] if texts[i] not in m[1:4])
+
+
+def test_more_lexical_negatives_than_negatives_is_refused(tmp_path):
+    result = CliRunner().invoke(main, ["--out", str(tmp_path / "r"), "--negatives", "2", "--lexical-negatives", "3"])
+    assert result.exit_code != 0 and "--lexical-negatives: expected at most --negatives (2), got 3" in result.output
