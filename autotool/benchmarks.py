@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -400,6 +400,17 @@ def embedder_trained_on_bench(embedder: str, bench: Benchmark) -> list[dict]:
     from toolbank.embed import embedder_trained_on
 
     return entries_of_bench(embedder_trained_on(embedder), bench)
+
+
+def embedder_saw(embedder: str, bench: Benchmark, split_names: Sequence[str], seed: int) -> dict | None:
+    """The entry of what `embedder` was fine-tuned on (`embedder_trained_on_bench`) that keeps splits
+    `split_names` of `bench`, under split `seed`, from being held out from it: trained on every tool (any split),
+    on another seed's split, or on this seed's train split when `all` or `train` is asked for. None when every
+    split asked for is held out."""
+    for entry in embedder_trained_on_bench(embedder, bench):
+        if not held_out_from(entry, seed) or {"all", "train"} & set(split_names):
+            return entry
+    return None
 
 
 def held_out_from(entry: dict, seed: int) -> bool:

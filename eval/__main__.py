@@ -226,16 +226,16 @@ def refuse_if_embedder_trained(embedder: str, benchmark, split_names: list[str],
     the adapter's manifest) so that the splits asked for are not held out from it: trained on every tool
     (split `all`), any split; on one seed's train split, `--split all` or `train`, or another seed's split
     (whose held-out tools are not the ones it left out)."""
-    from autotool.benchmarks import embedder_trained_on_bench, held_out_from
+    from autotool.benchmarks import embedder_saw
 
-    for entry in embedder_trained_on_bench(embedder, benchmark):
-        if not held_out_from(entry, seed) or "all" in split_names or "train" in split_names:
-            raise TrainedOnCatalog(
-                f"embedder {embedder!r} was fine-tuned on {benchmark.name} ({entry.get('split')} split, seed "
-                f"{entry.get('seed')}, {entry.get('queries', '?')} queries), so this evaluation (--split "
-                f"{','.join(split_names)}, --seed {seed}) would score it on text it trained on; "
-                "evaluate this catalog with --embedder stock, or the embedder on a catalog it never saw."
-            )
+    entry = embedder_saw(embedder, benchmark, split_names, seed)
+    if entry is not None:
+        raise TrainedOnCatalog(
+            f"embedder {embedder!r} was fine-tuned on {benchmark.name} ({entry.get('split')} split, seed "
+            f"{entry.get('seed')}, {entry.get('queries', '?')} queries), so this evaluation (--split "
+            f"{','.join(split_names)}, --seed {seed}) would score it on text it trained on; "
+            "evaluate this catalog with --embedder stock, or the embedder on a catalog it never saw."
+        )
 
 
 if __name__ == "__main__":

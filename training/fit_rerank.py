@@ -26,14 +26,13 @@ from tqdm import tqdm
 from autotool.benchmarks import (
     benchmark_bank,
     catalog_queries,
-    embedder_trained_on_bench,
-    held_out_from,
+    embedder_saw,
     trained_on_bench,
 )
 from autotool.metrics import paired_bootstrap
 from autotool.policy import Policy, PolicyError
 from autotool.rerank import SHIPPED_RERANKER, RerankerError, load_reranker, reranked
-from autotool.select import select_steps
+from autotool.select import MODES, select_steps
 from autotool.selection import StepInput
 from toolbank import atomic_write
 from toolbank.embed import EmbedderError, load_embedder
@@ -52,12 +51,12 @@ def scored(
     split = spec.partition(":")[2].partition(":")[0] or "all"
     if split == "all" and trained_on_bench(policy_path, bench):
         raise CommandError(f"--bench {spec}: the policy trained on {bench.name}; name one of its held-out splits")
-    for entry in embedder_trained_on_bench(embedder, bench):
-        if split in ("all", "train") or not held_out_from(entry, 0):
-            raise CommandError(
-                f"--bench {spec}: embedder {embedder!r} was fine-tuned on {bench.name} ({entry.get('split')} split); "
-                "fit on a catalog it never saw, or pass --embedder stock"
-            )
+    entry = embedder_saw(embedder, bench, [split], seed=0)  # catalog_queries reads split seed 0
+    if entry is not None:
+        raise CommandError(
+            f"--bench {spec}: embedder {embedder!r} was fine-tuned on {bench.name} ({entry.get('split')} split); "
+            "fit on a catalog it never saw, or pass --embedder stock"
+        )
     bank = benchmark_bank(bench, embedder)
     try:
         policy = Policy.load(policy_path, bank)
@@ -111,7 +110,7 @@ def hits(rows: list[dict], weight: float) -> list[float]:
 @click.option("--top", type=click.IntRange(2, 64), default=5, show_default=True, help="Candidates reordered.")
 @click.option(
     "--mode",
-    type=click.Choice(["fast", "reason"]),
+    type=click.Choice(MODES),
     default="fast",
     show_default=True,
     help="The mode whose candidates are reordered (reason writes a rationale a request: minutes, not seconds).",

@@ -136,8 +136,7 @@ class Trainer:
             FOREIGN_VALIDATION,
             benchmark_bank,
             catalog_role,
-            embedder_trained_on_bench,
-            held_out_from,
+            embedder_saw,
             load_benchmark,
             load_split,
             make_split,
@@ -159,13 +158,13 @@ class Trainer:
                 f"{config.benchmark} is a foreign validation catalog ({', '.join(FOREIGN_VALIDATION)}): "
                 "it is never trained on; train on a training catalog or a catalog of your own"
             )
-        for entry in embedder_trained_on_bench(config.embedder, self.bench):
-            if not held_out_from(entry, config.seed):
-                raise DataError(
-                    f"embedder {config.embedder!r} was fine-tuned on {self.bench.name} ({entry.get('split')} split, "
-                    f"seed {entry.get('seed')}): this run's val and test tools would not be held out from it; "
-                    "use embedder: stock"
-                )
+        entry = embedder_saw(config.embedder, self.bench, ["val", "unseen-test"], config.seed)
+        if entry is not None:
+            raise DataError(
+                f"embedder {config.embedder!r} was fine-tuned on {self.bench.name} ({entry.get('split')} split, "
+                f"seed {entry.get('seed')}): this run's val and test tools would not be held out from it; "
+                "use embedder: stock"
+            )
         if self.main:
             loop.write_config(self.out, config)
         self.log = loop.RunLog(self.out, enabled=self.main)
