@@ -24,6 +24,9 @@ import numpy as np
 from tqdm import tqdm
 
 from autotool.benchmarks import (
+    Benchmark,
+    BenchmarkError,
+    Query,
     benchmark_bank,
     catalog_queries,
     embedder_saw,
@@ -42,12 +45,13 @@ from training.ship import commit
 GRID = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0)
 
 
-def scored(
-    policy_path: Path, spec: str, reranker, top: int, embedder: str = "tools", batch: int = 32, mode: str = "fast"
-) -> list[dict]:
-    """Per request of catalog `spec`: its gold tools, `mode`'s `top` candidates (on a bank built with
-    `embedder`), their probabilities and the reranker's scores."""
-    bench, queries = catalog_queries(spec)
+def catalog(policy_path: Path, spec: str, embedder: str) -> tuple[Benchmark, list[Query]]:
+    """The benchmark and requests `spec` names; a CommandError naming `--bench` when it is not one, or when the
+    policy or the embedder trained on what it names."""
+    try:
+        bench, queries = catalog_queries(spec)
+    except BenchmarkError as error:
+        raise CommandError(f"--bench {spec}: {error}") from None
     split = spec.partition(":")[2].partition(":")[0] or "all"
     if split == "all" and trained_on_bench(policy_path, bench):
         raise CommandError(f"--bench {spec}: the policy trained on {bench.name}; name one of its held-out splits")
@@ -57,13 +61,28 @@ def scored(
             f"--bench {spec}: embedder {embedder!r} was fine-tuned on {bench.name} ({entry.get('split')} split); "
             "fit on a catalog it never saw, or pass --embedder stock"
         )
+    return bench, queries
+
+
+def scored(
+    policy_path: Path,
+    bench: Benchmark,
+    queries: list[Query],
+    reranker,
+    top: int,
+    embedder: str = "tools",
+    batch: int = 32,
+    mode: str = "fast",
+) -> list[dict]:
+    """Per request of `queries`: its gold tools, `mode`'s `top` candidates (on a bank of `bench` built with
+    `embedder`), their probabilities and the reranker's scores."""
     bank = benchmark_bank(bench, embedder)
     try:
         policy = Policy.load(policy_path, bank)
     except PolicyError as error:
         raise CommandError(f"--embedder {embedder}: {error}") from None
     rows = []
-    for start in tqdm(range(0, len(queries), batch), desc=f"{spec}: candidates and scores", unit="batch"):
+    for start in tqdm(range(0, len(queries), batch), desc=f"{bench.name}: candidates and scores", unit="batch"):
         chunk = queries[start : start + batch]
         chosen = select_steps(
             policy,
@@ -127,8 +146,9 @@ def main(policy_path, bench, reranker_spec, embedder, top, mode, out, write):
     except RerankerError as error:
         raise CommandError(f"--reranker: {error}") from None
     specs = [s for s in bench.split(",") if s]
+    catalogs = {spec: catalog(policy_path, spec, embedder) for spec in specs}  # every refusal before any work
     began = time.perf_counter()
-    rows = {spec: scored(policy_path, spec, reranker, top, embedder, mode=mode) for spec in specs}
+    rows = {spec: scored(policy_path, *catalogs[spec], reranker, top, embedder, mode=mode) for spec in specs}
     seconds = time.perf_counter() - began
     grid = {c: {spec: float(np.mean(hits(r, c))) for spec, r in rows.items()} for c in GRID}
     weight = max(GRID, key=lambda c: (np.mean(list(grid[c].values())), -c))

@@ -63,8 +63,8 @@ def test_fit_writes_the_weight_and_the_embedder_it_was_fitted_on(policy_folder, 
 
     asked = []
 
-    def scored(policy_path, spec, reranker, top, embedder, mode):
-        asked.append((spec, embedder, mode))
+    def scored(policy_path, bench, queries, reranker, top, embedder, mode):
+        asked.append((bench.name, embedder, mode))
         return [{"id": "q", "gold": ["b"], "candidates": ["a", "b"], "p": [0.6, 0.3], "score": [0.0, 1.0]}]
 
     monkeypatch.setattr(fit, "scored", scored)
@@ -89,11 +89,29 @@ def test_fit_refuses_an_unknown_embedder_and_leaves_the_manifest(policy_folder):
 
 
 def test_fit_refuses_a_catalog_the_embedder_trained_on(policy_folder):
-    from training.fit_rerank import scored
+    from training.fit_rerank import catalog
 
     # the shipped `tools` adapter read every MetaTool request: none of its splits is held out from it
     with pytest.raises(CommandError, match="--bench metatool:val: embedder 'tools' was fine-tuned on metatool"):
-        scored(policy_folder, "metatool:val", None, 5, "tools")
+        catalog(policy_folder, "metatool:val", "tools")
+
+
+@pytest.mark.parametrize(
+    "spec, says",
+    [("nope", "--bench nope: no benchmark 'nope'"), ("apibank:bogus", "--bench apibank:bogus: unknown split")],
+)
+def test_fit_refuses_a_bad_catalog_before_any_work_and_leaves_the_manifest(policy_folder, spec, says, monkeypatch):
+    import training.fit_rerank as fit
+
+    def scored(*args, **kwargs):
+        raise AssertionError("scored before every catalog was checked")
+
+    monkeypatch.setattr(fit, "scored", scored)
+    result = CliRunner().invoke(
+        fit.main, [str(policy_folder), "--bench", f"apibank,{spec}", "--embedder", "hash:8", "--write"]
+    )
+    assert result.exit_code != 0 and says in result.output, result.output
+    assert (policy_folder / "manifest.json").read_text() == '{"name": "p"}\n'
 
 
 def test_lexical_negatives_replace_the_last_dense_ones_with_bm25s(monkeypatch):
