@@ -182,11 +182,7 @@ def select_steps(
         # Nothing the language model reads or writes moves the choice: neither it nor PyTorch is loaded.
         rationales, heads, hidden = [""] * len(steps), None, None
     else:
-        from autotool.rollout import hidden_at_anchor, prompt_ids, think
-
-        read = shortlisted(policy.head_values, bank, steps, queries, policy.shortlist, namespace, tags)
-        _, _, rationales, heads = think(policy, [prompt_ids(policy, s) for s in read], mode, budget.rationale)
-        hidden = hidden_at_anchor(policy, heads)
+        rationales, heads, hidden = written(policy, bank, steps, queries, mode, budget.rationale, namespace, tags)
     min_cosine = fitted_min_cosine(bank) if min_cosine is None else min_cosine
     anchors = policy.anchors(bank.embedder, [s.query for s in steps], rationales, hidden, query_vectors=queries)
     ranked_steps = candidates(policy.head_values, bank, anchors, steps, max(top_k, k), namespace, tags)
@@ -229,6 +225,27 @@ def select_steps(
             grammar,
         )
     return selections
+
+
+def written(
+    policy: Policy,
+    bank: ToolBank,
+    steps: Sequence[StepInput],
+    queries,
+    mode: str,
+    rationale_tokens: int,
+    namespace: str | tuple[str, ...] | None = None,
+    tags: Sequence[str] = (),
+):
+    """What the policy writes before it chooses, as `select_steps` runs it: each step's rationale ("" in fast
+    mode; after its shortlist, for a policy with one), its prompt up to and including `<tool_anchor>` (where the
+    arguments continue) and the (n, hidden) states there (None while W is zero). `queries` are the steps'
+    request embeddings."""
+    from autotool.rollout import hidden_at_anchor, prompt_ids, think
+
+    read = shortlisted(policy.head_values, bank, steps, queries, policy.shortlist, namespace, tags)
+    _, _, rationales, heads = think(policy, [prompt_ids(policy, s) for s in read], mode, rationale_tokens)
+    return rationales, heads, hidden_at_anchor(policy, heads)
 
 
 def _matcher(policy: Policy, schemas: Sequence[dict]):
