@@ -97,13 +97,15 @@ def show_searches(bank: ToolBank) -> None:
 
 
 # The committed evaluations of what users get today (the shipped policy, its reranker and the `tools` embedder,
-# through `select_steps`, per request: experiments/2026-12-01-three-catalogs/judge.py): (catalog, where its
-# figures are, what the catalog is to the shipped models). MetaTool is not shown: the embedder and the reranker
-# read every MetaTool request, so none of its tools is unseen.
+# through `select_steps`, per request: experiments/2026-12-01-three-catalogs/judge.py): (catalog, the record
+# folders its figures are in, later ones replacing earlier ones' figures, what the catalog is to the shipped models).
+# Reason mode's are from after its rationale weight was refitted (2026-12-03). MetaTool is not shown: the
+# embedder and the reranker read every MetaTool request, so none of its tools is unseen.
+SERVED, REFITTED = "2026-12-02-rerank-served", "2026-12-03-rationale-weight-foreign"
 SHOWN_RESULTS = [
-    ("seal_tools:unseen-test:300", ["seal_tools-unseen"], "unseen tools"),
-    ("apibank", ["fast", "reason"], "a foreign catalog; the reranker's weight was fitted on it"),
-    ("toolalpaca", ["fast", "reason"], "a foreign catalog; the reranker's weight was fitted on it"),
+    ("seal_tools:unseen-test:300", [f"{SERVED}/seal_tools-unseen", f"{REFITTED}/seal_tools-unseen"], "unseen tools"),
+    ("apibank", [f"{SERVED}/fast", f"{REFITTED}/reason"], "a foreign catalog; the weights were fitted on it"),
+    ("toolalpaca", [f"{SERVED}/fast", f"{REFITTED}/reason"], "a foreign catalog; the weights were fitted on it"),
 ]
 SHOWN = {"bm25": "bm25", "dense-stock": "dense", "hybrid-stock": "hybrid", "fast": "fast", "reason": "reason"}
 
@@ -114,12 +116,12 @@ def results_lines() -> list[str]:
     for catalog, folders, role in SHOWN_RESULTS:
         scores = {}
         for folder in folders:
-            results = json.loads((RESULTS / "2026-12-02-rerank-served" / folder / "results.json").read_text())
+            results = json.loads((RESULTS / folder / "results.json").read_text())
             scores.update(results["catalogs"][catalog]["measures"]["per-query"]["hit@1"])
         n = results["catalogs"][catalog]["queries"]
         cells = ", ".join(f"{label} {scores[m]:.3f}" for m, label in SHOWN.items())
         lines.append(f"  {catalog.partition(':')[0]} ({n} requests, {role}): {cells}")
-    lines.append("  (experiments/2026-12-02-rerank-served; docs/results.md has the intervals)")
+    lines.append(f"  (experiments/{SERVED} and {REFITTED}; docs/results.md has the intervals)")
     return lines
 
 

@@ -29,5 +29,5 @@ def test_main_job_shows_choices_and_only_valid_arguments(tmp_path):
 
             assert isinstance(json.loads(line.removeprefix("  arguments: ")), dict)
     # the committed figures of the served path, read back
-    assert "seal_tools (300 requests, unseen tools): bm25 0.927" in out and "fast 0.940, reason 0.953" in out
-    assert "apibank (354 requests, " in out and "fast 0.836, reason 0.814" in out
+    assert "seal_tools (300 requests, unseen tools): bm25 0.927" in out and "fast 0.940, reason 0.960" in out
+    assert "apibank (354 requests, " in out and "fast 0.836, reason 0.839" in out
