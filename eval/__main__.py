@@ -1,7 +1,13 @@
-"""Evaluate tool-selection methods on a benchmark's seen/unseen tool splits.
+"""Evaluate tool-selection methods on a benchmark's seen/unseen tool splits, or on a whole catalog.
 
     python -m eval --bench metatool --methods bm25,dense,hybrid --split seen-test,unseen-test \\
         --limit 2000 --seed 0 --out runs/eval-metatool
+
+A catalog of your own, as users get it (the embedder new banks get, the shipped policy in both modes), against
+BM25 and stock dense and hybrid, one call per request:
+
+    python -m eval --bench FOLDER --split all --embedder default --measure per-request \\
+        --methods bm25,dense-stock,hybrid-stock,dense,policy,policy-fast
 
 Writes results.json, results.md, results.png and steps.csv into --out.
 """
@@ -16,12 +22,24 @@ from pathlib import Path
 import click
 
 from autotool.benchmarks import QUERY_SPLITS
+from eval.harness import MEASURES
 
 
 @click.command(help=__doc__)
 @click.option("--bench", required=True, help="metatool, seal_tools, or a folder with tools.jsonl and queries.jsonl.")
 @click.option(
-    "--methods", default="bm25,dense,hybrid", show_default=True, help="Comma-separated methods (see eval/methods.py)."
+    "--methods",
+    default=None,
+    help="Comma-separated methods (see eval/methods.py). Default: BM25 and the stock dense and hybrid baselines "
+    "(bm25,dense,hybrid on a stock bank; bm25,dense-stock,hybrid-stock,dense on another embedder's).",
+)
+@click.option(
+    "--measure",
+    type=click.Choice(MEASURES),
+    default="per-step",
+    show_default=True,
+    help="per-step: one step per gold call, arguments scored; per-request: one call per request with no context, "
+    "a hit when the first choice is any of its gold tools (the choice alone, no arguments).",
 )
 @click.option(
     "--split",
@@ -76,6 +94,7 @@ from autotool.benchmarks import QUERY_SPLITS
 def main(
     bench,
     methods,
+    measure,
     splits,
     limit,
     seed,
@@ -91,13 +110,15 @@ def main(
     from autotool.benchmarks import BenchmarkError, benchmark_bank, load_benchmark, load_split, policy_trained_on
     from eval import report
     from eval.harness import EvalError, check_methods, evaluate
-    from eval.methods import register_policy
-    from toolbank import BankError, EmbedderError
+    from eval.methods import default_methods, register_policy, stock_baselines
+    from toolbank import BankError, EmbedderError, load_embedder
 
     started = time.time()
     try:
         benchmark = load_benchmark(bench)
         split = load_split(benchmark, seed)
+        if methods is None:
+            methods = default_methods(load_embedder(embedder).id)
         names = [m.strip() for m in methods.split(",") if m.strip()]
         paths = default_policy_paths()
         for spec in policies:
@@ -138,6 +159,7 @@ def main(
             "bench": benchmark.name,
             "seed": seed,
             "limit": limit,
+            "measure": measure,
             "single_tool": single_tool,
             "excluded_runs": list(exclude_runs),
             "excluded_queries": {name: len(ids) for name, ids in excluded.items()},
@@ -160,6 +182,8 @@ def main(
                     single_tool,
                     {"policy_mode": policy_mode, "device": device, "batch_size": batch_size},
                     exclude=excluded[s],
+                    measure=measure,
+                    baselines=stock_baselines(bank.embedder_id),
                 )
                 for s in split_names
             ],

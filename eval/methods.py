@@ -33,6 +33,26 @@ class EvalContext:
     options: dict = field(default_factory=dict)
 
 
+BASELINE_EMBEDDER = "stock"  # what the `-stock` baselines embed with: all-MiniLM-L6-v2 as published
+_baseline_banks: dict[tuple[str, str], ToolBank] = {}
+
+
+def baseline_bank(ctx: EvalContext) -> ToolBank:
+    """The catalog embedded with `BASELINE_EMBEDDER`: the evaluation's bank when it is that, else a second bank
+    of the same catalog (`benchmark_bank`, cached on disk and in this process), so that a policy served on
+    another embedder is judged against the stock baselines in the same run."""
+    from autotool.benchmarks import benchmark_bank
+    from toolbank import load_embedder
+
+    embedder = load_embedder(BASELINE_EMBEDDER)
+    if ctx.bank.embedder_id == embedder.id:
+        return ctx.bank
+    key = (str(ctx.bench.folder.resolve()), embedder.id)
+    if key not in _baseline_banks:
+        _baseline_banks[key] = benchmark_bank(ctx.bench, BASELINE_EMBEDDER)
+    return _baseline_banks[key]
+
+
 MethodFactory = Callable[[EvalContext], Callable[[Step], Prediction]]
 METHODS: dict[str, MethodFactory] = {}
 FILLS_ARGUMENTS: set[str] = set()
@@ -50,11 +70,13 @@ def register(name: str, fills_arguments: bool = False) -> Callable[[MethodFactor
     return decorate
 
 
-def _retrieval(mode: str) -> MethodFactory:
+def _retrieval(mode: str, stock: bool = False) -> MethodFactory:
     def factory(ctx: EvalContext) -> Callable[[Step], Prediction]:
+        bank = baseline_bank(ctx) if stock else ctx.bank
+
         def predict(step: Step) -> Prediction:
             # A retrieval agent ranks on the request and does not call a tool it already called.
-            hits = ctx.bank.search(step.query.text, k=DEPTH + len(step.context), mode=mode)
+            hits = bank.search(step.query.text, k=DEPTH + len(step.context), mode=mode)
             hits = [h for h in hits if h.name not in step.context][:DEPTH]
             return Prediction([h.name for h in hits], [h.score for h in hits])
 
@@ -66,6 +88,24 @@ def _retrieval(mode: str) -> MethodFactory:
 register("bm25")(_retrieval("bm25"))
 register("dense")(_retrieval("dense"))
 register("hybrid")(_retrieval("hybrid"))
+register("dense-stock")(_retrieval("dense", stock=True))
+register("hybrid-stock")(_retrieval("hybrid", stock=True))
+
+
+def stock_baselines(embedder_id: str) -> tuple[str, ...]:
+    """The methods that are issue #23's baselines on a bank embedded by `embedder_id`: BM25, and dense and hybrid
+    on the stock embedder (`dense` and `hybrid` themselves when the bank is stock)."""
+    from toolbank import load_embedder
+
+    if embedder_id == load_embedder(BASELINE_EMBEDDER).id:
+        return ("bm25", "dense", "hybrid", "dense-stock", "hybrid-stock")
+    return ("bm25", "dense-stock", "hybrid-stock")
+
+
+def default_methods(embedder_id: str) -> str:
+    """What `python -m eval` runs without `--methods`: the stock baselines, and dense on the bank's own embedder
+    when that is another one."""
+    return "bm25,dense,hybrid" if "dense" in stock_baselines(embedder_id) else "bm25,dense-stock,hybrid-stock,dense"
 
 
 def _batched(prepare: Callable[[list[Step]], None], cache: dict) -> Callable[[Step], Prediction]:
@@ -91,7 +131,8 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     Options: `policy` (a `Policy`, or a policy folder; default the default policy), `policy_mode`
     (`reason` or `fast`), `batch_size`, `top_k`, `rationale_tokens`, `call_tokens` (the most new tokens of
     each), `grammar` (False: arguments written without the schema grammar), `rerank` (False: the policy's reranker,
-    if it has one, left out). Steps are written in batches by
+    if it has one, left out), `arguments` (False: the choice alone, as `select_tool(..., arguments=False)`; no call
+    and no format error). Steps are written in batches by
     `prepare` (the harness calls it with all steps first), so each step's latency is its batch's time divided
     by the batch size. The call scored is the one the user gets: its arguments as parsed, less the values that
     only copy their parameter's description (`Selection.call`). A step whose arguments do not parse as a JSON
@@ -114,6 +155,7 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
         int(ctx.options.get("rationale_tokens", default.rationale)), int(ctx.options.get("call_tokens", default.call))
     )
     top_k = int(ctx.options.get("top_k", DEFAULT_TOP_K))
+    arguments = bool(ctx.options.get("arguments", True))
     cache: dict[str, tuple[Prediction, float]] = {}
 
     def prepare(steps: list[Step]) -> None:
@@ -133,16 +175,17 @@ def policy_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
                 grammar=bool(ctx.options.get("grammar", True)),
                 rerank=bool(ctx.options.get("rerank", True)),
                 min_cosine=0.0,  # every step is scored on its choice; abstention is judged on its own
+                arguments=arguments,
             )
             seconds = (time.perf_counter() - began) / len(batch)
             for step, selection in zip(batch, selections):
-                call = selection.call()
+                call = selection.call() if arguments else None
                 cache[step.id] = (
                     Prediction(
                         [t.name for t, _ in selection.candidates],
                         [p for _, p in selection.candidates],
                         call,
-                        call is None,
+                        arguments and call is None,
                         {"rationale": selection.rationale},
                     ),
                     seconds,

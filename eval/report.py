@@ -33,7 +33,11 @@ def markdown(results: dict) -> str:
         f"Command: `{results['command']}`",
         "",
         f"Split seed {results['seed']}; the whole catalog ({results['n_tools']} tools) is in the bank; "
-        f"multi-tool queries count one step per call.",
+        + (
+            "one call per request with no context, a hit when the first choice is any of its gold tools."
+            if results.get("measure") == "per-request"
+            else "multi-tool queries count one step per call."
+        ),
         "",
     ]
     if results.get("excluded_runs"):
@@ -46,7 +50,7 @@ def markdown(results: dict) -> str:
         ]
     for split in results["splits"]:
         methods = split["methods"]
-        extra = CALL_METRICS if FILLS_ARGUMENTS & set(methods) else ()
+        extra = CALL_METRICS if FILLS_ARGUMENTS & set(methods) and split.get("measure") != "per-request" else ()
         lines += [
             f"## {split['split']}: {split['n_queries']} queries, {split['n']} steps",
             "",
@@ -56,6 +60,17 @@ def markdown(results: dict) -> str:
         for name, m in methods.items():
             cells = [_fmt(m.get(k, math.nan)) for k in SELECTION_METRICS + extra]
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {_fmt(m['p50_ms'], 1)} | {_fmt(m['p95_ms'], 1)} |")
+        if split.get("versus_best"):
+            best = split["best_baseline"]
+            lines += [
+                "",
+                f"hit@1 minus the best baseline, {best} ({_fmt(methods[best]['hit@1'])}), 95% bootstrap interval:",
+                "",
+            ]
+            lines += [
+                f"- {name}: {p['mean']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}]"
+                for name, p in split["versus_best"].items()
+            ]
         if split["paired"]:
             lines += [
                 "",

@@ -257,6 +257,72 @@ def test_cli_compares_policies_and_modes(run_eval, bench_dir, tmp_path):
     assert result.exit_code == 1 and "missing is not a policy folder" in result.output
 
 
+def test_per_request_scores_one_call_a_request_and_any_gold_tool_is_a_hit(run_eval, bench_dir, tmp_path):
+    out = tmp_path / "out"
+    result = run_eval(
+        "--bench", bench_dir, "--methods", "bm25", "--split", "all", "--measure", "per-request", "--out", out
+    )
+    assert result.exit_code == 0, result.output
+    split = json.loads((out / "results.json").read_text())["splits"][0]
+    assert split["measure"] == "per-request" and split["n"] == split["n_queries"] == 61  # per step: 62
+    bench = load_benchmark(bench_dir)
+    bank = benchmark_bank(bench, "hash:64")
+    expected = []
+    for query in bench.queries:  # the request alone, no context; a hit when BM25's first tool is any gold tool
+        first = bank.search(query.text, k=10, mode="bm25")
+        expected.append(float(bool(first) and first[0].name in query.gold_tools))
+    rows = [line.split(",") for line in (out / "steps.csv").read_text().splitlines()[1:]]
+    hits = {step: float(value) for _, method, step, metric, value in rows if metric == "hit@1"}
+    assert [hits[f"{q.id}#0"] for q in bench.queries] == expected  # ties: BM25's scores here are distinct
+    assert "any of its gold tools" in (out / "results.md").read_text()
+    result = run_eval("--bench", bench_dir, "--measure", "per-call")
+    assert result.exit_code == 2 and "per-call" in result.output
+
+
+def test_the_stock_baselines_run_beside_another_embedder_and_each_method_is_set_against_the_best(
+    run_eval, bench_dir, tmp_path, monkeypatch
+):
+    import eval.methods
+
+    monkeypatch.setattr(eval.methods, "BASELINE_EMBEDDER", "hash:32")  # stands for stock all-MiniLM-L6-v2 here
+    out, stock = tmp_path / "out", tmp_path / "stock"
+    result = run_eval("--bench", bench_dir, "--split", "all", "--out", out)  # on hash:64, no --methods
+    assert result.exit_code == 0, result.output
+    split = json.loads((out / "results.json").read_text())["splits"][0]
+    assert list(split["methods"]) == ["bm25", "dense-stock", "hybrid-stock", "dense"]
+    result = CliRunner().invoke(
+        main, ["--bench", str(bench_dir), "--split", "all", "--embedder", "hash:32", "--out", str(stock)]
+    )
+    assert result.exit_code == 0, result.output
+    on_stock = json.loads((stock / "results.json").read_text())["splits"][0]
+    assert list(on_stock["methods"]) == ["bm25", "dense", "hybrid"]  # the bank is the baselines' own
+    for method in ("dense", "hybrid"):  # the same scores as on a bank of the baseline embedder
+        assert split["methods"][f"{method}-stock"]["hit@1"] == on_stock["methods"][method]["hit@1"]
+    assert split["methods"]["dense"]["hit@1"] != on_stock["methods"]["dense"]["hit@1"]  # hash:64 is another space
+    best = max(("bm25", "dense-stock", "hybrid-stock"), key=lambda m: split["methods"][m]["hit@1"])
+    assert split["best_baseline"] == best and list(split["versus_best"]) == ["dense"]
+    gap = split["versus_best"]["dense"]
+    assert gap["mean"] == pytest.approx(split["methods"]["dense"]["hit@1"] - split["methods"][best]["hit@1"])
+    assert gap["ci_low"] <= gap["mean"] <= gap["ci_high"]
+    assert f"minus the best baseline, {best}" in (out / "results.md").read_text()
+    assert on_stock["best_baseline"] in ("bm25", "dense", "hybrid") and on_stock["versus_best"] == {}
+
+
+def test_per_request_policy_methods_choose_without_arguments(run_eval, bench_dir, tmp_path):
+    bank = benchmark_bank(load_benchmark(bench_dir), "hash:64")
+    folder, out = tmp_path / "tiny-policy", tmp_path / "out"
+    Policy.create(bank, backbone=ASSETS / "tiny-llama").save(folder)
+    result = run_eval(
+        "--bench", bench_dir, "--methods", "bm25", "--split", "all", "--limit", "4", "--measure", "per-request",
+        "--policy", f"tiny={folder}:fast", "--device", "cpu", "--out", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    split = json.loads((out / "results.json").read_text())["splits"][0]
+    assert split["methods"]["tiny"]["format_error"] == 0.0  # no arguments were asked for
+    assert "schema_valid" not in split["methods"]["tiny"] and "schema_valid" not in (out / "results.md").read_text()
+    assert split["best_baseline"] == "bm25" and list(split["versus_best"]) == ["tiny"]
+
+
 def test_a_catalogs_bank_keeps_its_namespaced_tools_and_drops_the_ones_it_lost(tmp_path):
     folder = write_bench(tmp_path / "namespaced")
     lines = (folder / "tools.jsonl").read_text().splitlines()
