@@ -42,17 +42,20 @@ bench: setup  ## speed and recall of the tool bank (takes a while; run alone)
 train-metatool: setup  ## Phase I, Phase II and the equal-compute ablation on MetaTool, evaluated (about 2 h on 2 cores)
 	sh experiments/2026-11-29-ablation-metatool/train.sh
 
-train-default: setup  ## every shipped model, in order: the embedder, the policy, the reranker and its weights (about 4.5 h on 2 cores)
-	@start=$$(date +%s); $(MAKE) --no-print-directory train-embedder train-policy train-reranker; \
-	echo "train-default: $$(( $$(date +%s) - start )) s wall time"
+# Each timed recipe keeps its command's exit status (`|| exit`), so a failed step stops what follows it.
+train-default: setup  ## every shipped model, in order: the embedder, the policy, the reranker and its weights (about 4 h on 2 cores)
+	@start=$$(date +%s); $(MAKE) --no-print-directory train-embedder && $(MAKE) --no-print-directory train-policy \
+	&& $(MAKE) --no-print-directory train-reranker || exit $$?; echo "train-default: $$(( $$(date +%s) - start )) s wall time"
 
 train-policy: setup  ## train the shipped policy alone (autotool/default_policy/; about 3 h on 2 cores)
-	@start=$$(date +%s); sh experiments/2026-11-29-train-default/train.sh; echo "train-policy: $$(( $$(date +%s) - start )) s wall time"
+	@start=$$(date +%s); sh experiments/2026-11-29-train-default/train.sh || exit $$?; \
+	echo "train-policy: $$(( $$(date +%s) - start )) s wall time"
 
 EMBEDDER_RUN := runs/embedder-metatool-all
 SHIPPED_EMBEDDER := toolbank/embedders/all-MiniLM-L6-v2-tools
 train-embedder: setup  ## fine-tune the shipped `tools` embedder and copy it into toolbank/embedders/ (about 7 min on 2 cores)
-	@start=$$(date +%s); $(PY) -m training.embedder --out $(EMBEDDER_RUN) --catalog metatool --every-query --per-catalog 2500; \
+	@start=$$(date +%s); $(PY) -m training.embedder --out $(EMBEDDER_RUN) --catalog metatool --every-query --per-catalog 2500 \
+	|| exit $$?; \
 	echo "train-embedder: $$(( $$(date +%s) - start )) s wall time"
 	cp $(EMBEDDER_RUN)/adapter/adapter_config.json $(EMBEDDER_RUN)/adapter/adapter_model.safetensors $(EMBEDDER_RUN)/adapter/embedder.json $(SHIPPED_EMBEDDER)/
 	$(PY) -c "import json, pathlib, sys; m = json.loads(pathlib.Path(sys.argv[1]).read_text()); m['embedder'] = 'autotool/all-MiniLM-L6-v2-tools'; pathlib.Path(sys.argv[2]).write_text(json.dumps(m, indent=2) + '\n')" $(EMBEDDER_RUN)/manifest.json $(SHIPPED_EMBEDDER)/manifest.json
@@ -60,7 +63,7 @@ train-embedder: setup  ## fine-tune the shipped `tools` embedder and copy it int
 RERANKER_RUN := runs/reranker
 SHIPPED_RERANKER := autotool/rerankers/all-MiniLM-L6-v2-rerank
 train-reranker: setup  ## train the shipped reranker, copy it into autotool/rerankers/, fit its weight c, then reason mode's rationale weight b, into the shipped policy on the foreign val catalogs (about 1 h on 2 cores)
-	@start=$$(date +%s); $(PY) -m training.reranker --out $(RERANKER_RUN); \
+	@start=$$(date +%s); $(PY) -m training.reranker --out $(RERANKER_RUN) || exit $$?; \
 	echo "train-reranker: $$(( $$(date +%s) - start )) s wall time"
 	mkdir -p $(SHIPPED_RERANKER)
 	cp $(RERANKER_RUN)/reranker/adapter_config.json $(RERANKER_RUN)/reranker/adapter_model.safetensors $(RERANKER_RUN)/reranker/reranker.json $(RERANKER_RUN)/reranker/manifest.json $(SHIPPED_RERANKER)/

@@ -102,9 +102,10 @@ def evaluate(
             prediction = predict(step)
             seconds.append(prediction.extra.get("seconds", time.perf_counter() - started))
             row = selection_metrics(prediction.ranking, gold, prediction.scores)
-            row["format_error"] = float(prediction.format_error)
-            if name in FILLS_ARGUMENTS and measure == "per-step":
-                row.update(call_metrics(step, prediction.call, schemas))
+            if measure == "per-step":  # per request no method writes a call
+                row["format_error"] = float(prediction.format_error)
+                if name in FILLS_ARGUMENTS:
+                    row.update(call_metrics(step, prediction.call, schemas))
             rows.append(row)
         keys = sorted({k for row in rows for k in row})
         per_step = {k: [row.get(k, np.nan) for row in rows] for k in keys}

@@ -34,23 +34,18 @@ class EvalContext:
 
 
 BASELINE_EMBEDDER = "stock"  # what the `-stock` baselines embed with: all-MiniLM-L6-v2 as published
-_baseline_banks: dict[tuple[str, str], ToolBank] = {}
 
 
 def baseline_bank(ctx: EvalContext) -> ToolBank:
     """The catalog embedded with `BASELINE_EMBEDDER`: the evaluation's bank when it is that, else a second bank
-    of the same catalog (`benchmark_bank`, cached on disk and in this process), so that a policy served on
-    another embedder is judged against the stock baselines in the same run."""
+    of the same catalog (`benchmark_bank`, cached on disk), so that a policy served on another embedder is judged
+    against the stock baselines in the same run."""
     from autotool.benchmarks import benchmark_bank
     from toolbank import load_embedder
 
-    embedder = load_embedder(BASELINE_EMBEDDER)
-    if ctx.bank.embedder_id == embedder.id:
+    if ctx.bank.embedder_id == load_embedder(BASELINE_EMBEDDER).id:
         return ctx.bank
-    key = (str(ctx.bench.folder.resolve()), embedder.id)
-    if key not in _baseline_banks:
-        _baseline_banks[key] = benchmark_bank(ctx.bench, BASELINE_EMBEDDER)
-    return _baseline_banks[key]
+    return benchmark_bank(ctx.bench, BASELINE_EMBEDDER)
 
 
 MethodFactory = Callable[[EvalContext], Callable[[Step], Prediction]]
@@ -254,6 +249,7 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
     policy = Policy.create(ctx.bank, backbone=ctx.options.get("backbone")).to(_device(ctx))
     model, tokenizer = policy.model.get_base_model(), policy.tokenizer
     k, batch_size = int(ctx.options.get("namegen_k", 5)), int(ctx.options.get("batch_size", 16))
+    arguments = bool(ctx.options.get("arguments", True))
     call_tokens = int(ctx.options.get("call_tokens", TRAINING_BUDGET.call))
     cache: dict[str, tuple[Prediction, float]] = {}
 
@@ -300,6 +296,11 @@ def namegen_method(ctx: EvalContext) -> Callable[[Step], Prediction]:
             batch = steps[start : start + batch_size]
             began = time.perf_counter()
             chosen = [choose(step) for step in batch]
+            if not arguments:  # the choice alone (`--measure per-request`)
+                seconds = (time.perf_counter() - began) / len(batch)
+                for step, (tools, scores) in zip(batch, chosen):
+                    cache[step.id] = (Prediction([t.name for t in tools], scores), seconds)
+                continue
             starts = [
                 prompt_ids(policy, step_input(ctx.bank, step))
                 + encode("</think><tool_anchor>")

@@ -50,7 +50,7 @@ def markdown(results: dict) -> str:
         ]
     for split in results["splits"]:
         methods = split["methods"]
-        extra = CALL_METRICS if FILLS_ARGUMENTS & set(methods) and split.get("measure") != "per-request" else ()
+        extra = () if split.get("measure") == "per-request" else CALL_METRICS if FILLS_ARGUMENTS & set(methods) else ()
         lines += [
             f"## {split['split']}: {split['n_queries']} queries, {split['n']} steps",
             "",
@@ -64,7 +64,8 @@ def markdown(results: dict) -> str:
             best = split["best_baseline"]
             lines += [
                 "",
-                f"hit@1 minus the best baseline, {best} ({_fmt(methods[best]['hit@1'])}), 95% bootstrap interval:",
+                f"hit@1 minus the best of the baselines that ran, {best} ({_fmt(methods[best]['hit@1'])}), "
+                "95% bootstrap interval:",
                 "",
             ]
             lines += [
