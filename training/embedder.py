@@ -147,7 +147,8 @@ def main(out, catalogs, per_catalog, every_query, negatives, epochs, batch_size,
         catalog_rows, record = triples(catalog, seed, per_catalog, every_query, negatives)
         rows += catalog_rows
         records.append(record)
-        click.echo(f"{catalog}: {record['triples']} triples from {record['queries']} train requests", err=True)
+        which = "" if every_query else "train "
+        click.echo(f"{catalog}: {record['triples']} triples from {record['queries']} {which}requests", err=True)
     random.Random(seed).shuffle(rows)
     columns = ["anchor", "positive", *(f"negative_{i + 1}" for i in range(negatives))]
     data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(columns)})
