@@ -7,7 +7,10 @@ The triples come from each training catalog's split (seed 0): its train queries 
 the split's validation and unseen tools, and every foreign catalog, stay unseen (`--every-query` takes a
 whole catalog instead, for leave-one-catalog-out). A request with two gold
 tools gives two triples. The hard negatives (`--negatives`, one by default) are the highest-ranked train tools
-of the same catalog that are not gold for the request, under the stock embedder. Training is sentence-transformers' own
+of the same catalog that are not gold for the request, under the stock embedder. `--name-word-dropout P` takes
+out of a triple's request, with probability P, the words of its gold tool's name (where 3 words are left), so
+that the pair cannot be matched on the name alone: a request that repeats its tool's name teaches little about
+one that paraphrases it. Training is sentence-transformers' own
 `SentenceTransformerTrainer` with `MultipleNegativesRankingLoss` (the other requests' tools in the batch
 are negatives too), on a LoRA adapter (PEFT) over all-MiniLM-L6-v2, so what ships is a few MB.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from pathlib import Path
 
@@ -33,6 +37,27 @@ from training.ship import commit
 ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of the BERT blocks
 
 
+_WORD = re.compile(r"[^\W_]+")  # letters and digits, as autotool.selection splits words
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def name_words(name: str) -> set[str]:
+    """The lower-cased words of a tool name, split at case changes, `_`, `.` and `-`, a plural's `s` cut
+    (`getUserTokens`: get, user, token)."""
+    return {_singular(w) for w in _WORD.findall(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower())}
+
+
+def without_name_words(request: str, name: str, keep: int = 3) -> str:
+    """`request` less the words of tool `name` (whole words, any case, singular or plural); `request` as it was
+    where fewer than `keep` words would be left."""
+    drop = name_words(name)
+    kept = [w for w in request.split() if not ({_singular(x) for x in _WORD.findall(w.lower())} & drop)]
+    return " ".join(kept) if len(kept) >= keep else request
+
+
 def triples(
     catalog: str,
     seed: int = 0,
@@ -40,12 +65,14 @@ def triples(
     every_query: bool = False,
     negatives: int = 1,
     lexical: int = 0,
+    name_word_dropout: float = 0.0,
 ) -> tuple[list[tuple[str, ...]], dict]:
     """(request, gold tool text, `negatives` hard negative texts) for the train queries of `catalog` (every
     query and tool with `every_query`), and its record for the manifest. The hard negatives are the stock
     embedder's best tools that are not gold; the last `lexical` of them BM25's best instead (not gold, not
     already taken; the dense ones again where BM25 finds too few), the confusers a lexical prior brings into the
-    served path's candidates."""
+    served path's candidates. With probability `name_word_dropout` (seeded), a triple's request loses the words
+    of its gold tool's name (`without_name_words`)."""
     from toolbank import load_embedder
     from toolbank.search import BM25Index
 
@@ -63,7 +90,7 @@ def triples(
     query_vectors = stock.encode([q.text for q in queries], progress=True)  # (queries, dim)
     ranks = np.argsort(-(query_vectors @ tool_vectors.T), axis=1)[:, :16]  # (queries, 16)
     bm25 = BM25Index(range(len(names)), [text[n] for n in names]) if lexical else None
-    rows = []
+    rows, dropout, dropped = [], random.Random(seed + 1), 0
     for q, ranked in zip(queries, ranks):
         wrong = [names[i] for i in ranked if names[i] not in q.gold_tools]
         hard = wrong[: negatives - lexical]
@@ -74,12 +101,19 @@ def triples(
         if len(hard) < negatives:
             continue
         hard = [text[n] for n in hard]
-        rows += [(q.text, text[gold], *hard) for gold in dict.fromkeys(q.gold_tools)]
+        for gold in dict.fromkeys(q.gold_tools):
+            request = q.text
+            if name_word_dropout and dropout.random() < name_word_dropout:
+                request = without_name_words(q.text, gold)
+                dropped += request != q.text
+            rows.append((request, text[gold], *hard))
     record = training_record(bench, seed, "all" if every_query else "train") | {
         "queries": len(queries),
         "triples": len(rows),
         "tools": len(names),
     }
+    if name_word_dropout:
+        record["name_words_dropped"] = dropped
     return rows, record
 
 
@@ -119,13 +153,33 @@ def save_adapter(peft_model, folder: Path) -> None:
     show_default=True,
     help="Hard negatives a request: the stock embedder's highest-ranked tools of its catalog that are not gold.",
 )
+@click.option(
+    "--name-word-dropout",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="The share of triples whose request loses the words of its gold tool's name (where 3 words are left).",
+)
 @click.option("--epochs", type=float, default=1.0, show_default=True)
 @click.option("--batch-size", type=int, default=64, show_default=True, help="Triples a step (in-batch negatives).")
 @click.option("--lr", type=float, default=2e-4, show_default=True, help="Learning rate of the adapter.")
 @click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank.")
 @click.option("--max-length", type=int, default=128, show_default=True, help="Tokens kept of each text while training.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Split and shuffling seed.")
-def main(out, catalogs, per_catalog, every_query, negatives, epochs, batch_size, lr, rank, max_length, seed):
+def main(
+    out,
+    catalogs,
+    per_catalog,
+    every_query,
+    negatives,
+    name_word_dropout,
+    epochs,
+    batch_size,
+    lr,
+    rank,
+    max_length,
+    seed,
+):
     from datasets import Dataset
     from peft import LoraConfig, TaskType, get_peft_model
     from sentence_transformers import (
@@ -144,7 +198,7 @@ def main(out, catalogs, per_catalog, every_query, negatives, epochs, batch_size,
         raise CommandError(f"--catalog {unknown[0]}: expected a training catalog ({', '.join(TRAINING_CATALOGS)})")
     rows, records = [], []
     for catalog in catalogs:
-        catalog_rows, record = triples(catalog, seed, per_catalog, every_query, negatives)
+        catalog_rows, record = triples(catalog, seed, per_catalog, every_query, negatives, 0, name_word_dropout)
         rows += catalog_rows
         records.append(record)
         which = "" if every_query else "train "
@@ -192,6 +246,7 @@ def main(out, catalogs, per_catalog, every_query, negatives, epochs, batch_size,
         "trained_on": records,
         "loss": f"MultipleNegativesRankingLoss, {negatives} hard negative(s) a request",
         "negatives": negatives,
+        "name_word_dropout": name_word_dropout,
         "adapter": {"type": "lora", "rank": rank, "alpha": 2 * rank, "modules": ADAPTER_MODULES},
         "epochs": epochs,
         "batch_size": batch_size,

@@ -37,3 +37,13 @@ def test_fine_tune_writes_an_adapter_that_loads_and_embeds(tmp_path, monkeypatch
 
 def test_unknown_catalog_is_refused(tmp_path):
     assert run(embedder.main, ["--out", str(tmp_path / "x"), "--catalog", "apibank"]) == 2
+
+
+def test_name_word_dropout_takes_the_gold_tools_name_out_of_its_requests():
+    plain, _ = embedder.triples("seal_tools", limit=24)
+    rows, record = embedder.triples("seal_tools", limit=24, name_word_dropout=1.0)
+    assert [r[1:] for r in rows] == [r[1:] for r in plain]  # the same tools and negatives
+    assert record["name_words_dropped"] > 0
+    changed = [(row[0], original[0]) for row, original in zip(rows, plain) if row[0] != original[0]]
+    assert len(changed) == record["name_words_dropped"]
+    assert all(len(r.split()) < len(o.split()) for r, o in changed)
