@@ -1,12 +1,12 @@
 #!/bin/sh
 # Leave MetaTool out at full size (issue #23): the shipped recipe end to end with no MetaTool request in any model.
 # The embedder as `make train-embedder` makes the shipped one, on Seal-Tools' and BFCL's requests (1,000 of each,
-# about 3,800 triples, against the shipped one's 2,573 from MetaTool) instead of MetaTool's; a reranker on every Seal-Tools and BFCL request the shipped recipe reads (2,500 a catalog, not the
+# about 3,800 triples, against the shipped one's 2,573 from MetaTool) instead of MetaTool's; a reranker on every Seal-Tools and BFCL request up to the trainer's cap (2,500 a catalog, not the
 # 700 of experiments/2026-12-02-loo-rerank); a policy trained on Seal-Tools alone (60 SFT steps), its head fitted
 # on Seal-Tools' val split; c and reason mode's b fitted on the foreign validation catalogs, as
 # `make train-reranker` does. Judged on the same 300 MetaTool requests as before, per request (issue #23's table)
 # and per step (`python -m eval`'s protocol).
-# Run from anywhere: sh experiments/2026-12-03-loo-metatool-full/run.sh (about 2.5 h on 2 cores, alone).
+# Run from anywhere: sh experiments/2026-12-03-loo-metatool-full/run.sh (about 2 h on 2 cores, alone).
 set -eu
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

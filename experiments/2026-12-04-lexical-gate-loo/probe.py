@@ -1,6 +1,6 @@
 """Does a per-request gate on fast mode's BM25 prior carry across catalogs where one fixed weight cannot?
 
-    OMP_NUM_THREADS=2 python experiments/2026-12-04-lexical-gate/probe.py --out experiments/2026-12-04-lexical-gate
+    OMP_NUM_THREADS=2 python experiments/2026-12-04-lexical-gate-loo/probe.py --out experiments/2026-12-04-lexical-gate-loo
 
 Fast mode (no reranker) scores each candidate `cos_k + l prior_k`, where the served prior is BM25's score over its
 best, `s_k / s_1` (`autotool.selection`). That prior is 1 for BM25's best match whether BM25 is sure of it or not.
