@@ -60,7 +60,7 @@ class StepInput:
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, any script
 
 
-def _words(text: str) -> set[str]:
+def words(text: str) -> set[str]:
     """Lower-cased words of `text`, names split at case changes, `_`, `.` and `-` (`GetUserToken`: get, user,
     token)."""
     return set(_WORD.findall(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text).lower()))
@@ -72,7 +72,7 @@ def lexical_query(step: StepInput, text_of: Callable[[str], str | None]) -> str:
     texts = [t for t in map(text_of, step.called_tools) if t] if step.later else []
     if not texts:
         return step.query
-    known = set().union(*map(_words, texts))
+    known = set().union(*map(words, texts))
     return " ".join(w for w in _WORD.findall(step.query.lower()) if w not in known)
 
 

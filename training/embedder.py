@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import time
 from pathlib import Path
 
@@ -31,13 +30,11 @@ import click
 import numpy as np
 
 from autotool.benchmarks import TRAINING_CATALOGS, load_benchmark, load_split, training_record
+from autotool.selection import words
 from training.cli import CommandError, doc_help, run
 from training.ship import commit
 
 ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of the BERT blocks
-
-
-_WORD = re.compile(r"[^\W_]+")  # letters and digits, as autotool.selection splits words
 
 
 def _singular(word: str) -> str:
@@ -47,14 +44,14 @@ def _singular(word: str) -> str:
 def name_words(name: str) -> set[str]:
     """The lower-cased words of a tool name, split at case changes, `_`, `.` and `-`, a plural's `s` cut
     (`getUserTokens`: get, user, token)."""
-    return {_singular(w) for w in _WORD.findall(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).lower())}
+    return {_singular(w) for w in words(name)}
 
 
 def without_name_words(request: str, name: str, keep: int = 3) -> str:
     """`request` less the words of tool `name` (whole words, any case, singular or plural); `request` as it was
     where fewer than `keep` words would be left."""
     drop = name_words(name)
-    kept = [w for w in request.split() if not ({_singular(x) for x in _WORD.findall(w.lower())} & drop)]
+    kept = [w for w in request.split() if not ({_singular(x) for x in words(w.lower())} & drop)]  # lowered: not split at case
     return " ".join(kept) if len(kept) >= keep else request
 
 
@@ -198,7 +195,9 @@ def main(
         raise CommandError(f"--catalog {unknown[0]}: expected a training catalog ({', '.join(TRAINING_CATALOGS)})")
     rows, records = [], []
     for catalog in catalogs:
-        catalog_rows, record = triples(catalog, seed, per_catalog, every_query, negatives, 0, name_word_dropout)
+        catalog_rows, record = triples(
+            catalog, seed, per_catalog, every_query, negatives, name_word_dropout=name_word_dropout
+        )
         rows += catalog_rows
         records.append(record)
         which = "" if every_query else "train "
