@@ -42,6 +42,7 @@ m['also_reads'] = m.get('also_reads', []) + [str(pathlib.Path(sys.argv[2]).resol
 (p / 'manifest.json').write_text(json.dumps(m, indent=2) + '\n')" $P $E/adapter
 $PY -m training.fit_rerank $P --embedder $E/adapter --reranker $R/reranker --bench apibank,toolalpaca \
     --out $X/fit-rerank --write
+cp $P/manifest.json $X/policy-manifest.json
 echo "$(stamp) judge"
 $PY $J metatool:all:300 --policy $P --embedder $E/adapter --modes fast:norerank,fast --measures per-query \
     --out $X/seal_tools-on-metatool
