@@ -51,9 +51,7 @@ def without_name_words(request: str, name: str, keep: int = 3) -> str:
     """`request` less the words of tool `name` (whole words, any case, singular or plural); `request` as it was
     where fewer than `keep` words would be left."""
     drop = name_words(name)
-    kept = [
-        w for w in request.split() if not ({_singular(x) for x in words(w.lower())} & drop)
-    ]  # lowered: not split at case
+    kept = [w for w in request.split() if not (name_words(w.lower()) & drop)]  # lowered: not split at case
     return " ".join(kept) if len(kept) >= keep else request
 
 
