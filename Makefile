@@ -52,13 +52,15 @@ train-policy: setup  ## train the shipped policy alone (autotool/default_policy/
 	echo "train-policy: $$(( $$(date +%s) - start )) s wall time"
 
 EMBEDDER_RUN := runs/embedder-metatool-all
+EMBEDDER_ARGS := --out $(EMBEDDER_RUN) --catalog metatool --every-query --per-catalog 2500
 SHIPPED_EMBEDDER := toolbank/embedders/all-MiniLM-L6-v2-tools
 train-embedder: setup  ## fine-tune the shipped `tools` embedder and copy it into toolbank/embedders/ (about 7 min on 2 cores)
-	@start=$$(date +%s); $(PY) -m training.embedder --out $(EMBEDDER_RUN) --catalog metatool --every-query --per-catalog 2500 \
+	@start=$$(date +%s); $(PY) -m training.embedder $(EMBEDDER_ARGS) \
 	|| exit $$?; \
 	echo "train-embedder: $$(( $$(date +%s) - start )) s wall time"
 	cp $(EMBEDDER_RUN)/adapter/adapter_config.json $(EMBEDDER_RUN)/adapter/adapter_model.safetensors $(EMBEDDER_RUN)/adapter/embedder.json $(SHIPPED_EMBEDDER)/
-	$(PY) -c "import json, pathlib, sys; m = json.loads(pathlib.Path(sys.argv[1]).read_text()); m['embedder'] = 'autotool/all-MiniLM-L6-v2-tools'; pathlib.Path(sys.argv[2]).write_text(json.dumps(m, indent=2) + '\n')" $(EMBEDDER_RUN)/manifest.json $(SHIPPED_EMBEDDER)/manifest.json
+	$(PY) -c "import json, pathlib, sys; m = json.loads(pathlib.Path(sys.argv[1]).read_text()); m['embedder'] = 'autotool/all-MiniLM-L6-v2-tools'; m['command'] = sys.argv[3]; pathlib.Path(sys.argv[2]).write_text(json.dumps(m, indent=2) + '\n')" $(EMBEDDER_RUN)/manifest.json $(SHIPPED_EMBEDDER)/manifest.json \
+	  "python -m training.embedder $(EMBEDDER_ARGS)"
 
 RERANKER_RUN := runs/reranker
 SHIPPED_RERANKER := autotool/rerankers/all-MiniLM-L6-v2-rerank

@@ -162,7 +162,7 @@ def save_adapter(peft_model, folder: Path) -> None:
 @click.option("--lr", type=float, default=2e-4, show_default=True, help="Learning rate of the adapter.")
 @click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank.")
 @click.option("--max-length", type=int, default=128, show_default=True, help="Tokens kept of each text while training.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Split and shuffling seed.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split, shuffling and adapter start.")
 def main(
     out,
     catalogs,
@@ -186,6 +186,7 @@ def main(
     )
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+    from transformers import set_seed
 
     from toolbank import load_embedder
     from toolbank.embed import STOCK_EMBEDDER, default_model_folder
@@ -206,6 +207,7 @@ def main(
     columns = ["anchor", "positive", *(f"negative_{i + 1}" for i in range(negatives))]
     data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(columns)})
 
+    set_seed(seed)  # the adapter's random start is drawn here, before the trainer seeds the run
     model = SentenceTransformer(str(default_model_folder()), device="cpu")
     full_length = model.max_seq_length
     model.max_seq_length = max_length

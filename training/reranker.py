@@ -78,13 +78,14 @@ def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
 @click.option("--lr", type=float, default=5e-4, show_default=True, help="Learning rate of the adapter.")
 @click.option("--rank", type=int, default=16, show_default=True, help="LoRA rank.")
 @click.option("--max-length", type=int, default=96, show_default=True, help="Tokens of a (request, tool) pair.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Split and shuffling seed.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split, shuffling and adapter start.")
 def main(out, catalogs, per_catalog, negatives, lexical_negatives, epochs, batch_size, lr, rank, max_length, seed):
     wanted = parse_catalogs(catalogs)  # before the heavy imports, so a typo fails at once
     from datasets import Dataset
     from peft import LoraConfig, TaskType, get_peft_model
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
+    from transformers import set_seed
 
     from autotool.rerank import RERANKER_CONFIG, load_reranker
     from toolbank.embed import STOCK_EMBEDDER, default_model_folder
@@ -103,6 +104,7 @@ def main(out, catalogs, per_catalog, negatives, lexical_negatives, epochs, batch
     columns = ["query", "positive", *(f"negative_{i + 1}" for i in range(negatives))]
     data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(columns)})
 
+    set_seed(seed)  # the new scoring layer's and the adapter's random start, drawn before the trainer seeds the run
     model = CrossEncoder(str(default_model_folder()), num_labels=1, max_length=max_length, device="cpu")
     lora = LoraConfig(  # the new scoring layer (`classifier`) is trained whole and saved with the adapter
         task_type=TaskType.SEQ_CLS,

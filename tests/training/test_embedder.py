@@ -47,3 +47,20 @@ def test_name_word_dropout_takes_the_gold_tools_name_out_of_its_requests():
     changed = [(row[0], original[0]) for row, original in zip(rows, plain) if row[0] != original[0]]
     assert len(changed) == record["name_words_dropped"]
     assert all(len(r.split()) < len(o.split()) for r, o in changed)
+
+
+def test_the_same_seed_trains_the_same_adapter(tmp_path, monkeypatch):
+    """`make train-embedder` must reproduce the shipped adapter: its random start is seeded too, not only the
+    trainer's run (before, two runs with seed 0 shared no LoRA weight)."""
+    from safetensors.numpy import load_file
+
+    monkeypatch.setenv("AUTOTOOL_HOME", str(tmp_path / "home"))
+    adapters = []
+    for i in range(2):
+        out = tmp_path / f"run{i}"
+        argv = ["--out", str(out), "--catalog", "metatool", "--per-catalog", "8", "--batch-size", "8", "--seed", "0"]
+        assert run(embedder.main, argv) == 0
+        adapters.append(load_file(out / "adapter" / "adapter_model.safetensors"))
+    first, second = adapters
+    assert first.keys() == second.keys() and any("lora_A" in k for k in first)
+    assert all(np.array_equal(first[k], second[k]) for k in first)

@@ -141,3 +141,25 @@ def test_lexical_negatives_replace_the_last_dense_ones_with_bm25s(monkeypatch):
 def test_more_lexical_negatives_than_negatives_is_refused(tmp_path):
     result = CliRunner().invoke(main, ["--out", str(tmp_path / "r"), "--negatives", "2", "--lexical-negatives", "3"])
     assert result.exit_code != 0 and "--lexical-negatives: expected at most --negatives (2), got 3" in result.output
+
+
+@pytest.mark.slow
+def test_the_same_seed_trains_the_same_reranker(tmp_path, monkeypatch):
+    """`make train-reranker` must reproduce the shipped reranker: the new scoring layer's and the adapter's
+    random start are seeded too, not only the trainer's run. A different seed gives a different reranker."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    monkeypatch.setenv("AUTOTOOL_HOME", str(tmp_path / "home"))
+    weights = []
+    for i, seed in enumerate((0, 0, 1)):
+        out = tmp_path / f"run{i}"
+        argv = ["--out", str(out), "--catalogs", "metatool:train", "--per-catalog", "8", "--negatives", "1"]
+        argv += ["--batch-size", "4", "--epochs", "1", "--seed", str(seed)]
+        result = CliRunner().invoke(main, argv)
+        assert result.exit_code == 0, result.output
+        weights.append(load_file(out / "reranker" / "adapter_model.safetensors"))
+    first, second, other = weights
+    assert first.keys() == second.keys() and any("classifier" in k for k in first)
+    assert all(np.array_equal(first[k], second[k]) for k in first)
+    assert not all(np.array_equal(first[k], other[k]) for k in first)
