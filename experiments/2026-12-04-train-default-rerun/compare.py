@@ -17,6 +17,7 @@ HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 SHIPPED_FIT = ROOT / "experiments/2026-12-02-rerank-served/fit/scores.json"
 SHIPPED_RATIONALES = ROOT / "experiments/2026-12-03-rationale-weight-foreign/fit/rationales.json"
+RERUN_FILES = ("rerank-scores.json", "rationales.json", "policy-manifest.json")
 ADAPTERS = {
     "embedder": "toolbank/embedders/all-MiniLM-L6-v2-tools/adapter_model.safetensors",
     "reranker": "autotool/rerankers/all-MiniLM-L6-v2-rerank/adapter_model.safetensors",
@@ -27,29 +28,35 @@ def fmt(d: dict) -> str:
     return f"{d['mean']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
 
 
+def run_of(scores: Path, rationales: Path, manifest: Path) -> tuple[dict, dict, float, float]:
+    """One run's per-request fast-mode scores, per-request reason hits by b, and its fitted c and b."""
+    m = json.loads(manifest.read_text())
+    fitted = m["rerank"]["weight"], m["rationale_fitted"]["b"]
+    return json.loads(scores.read_text()), json.loads(rationales.read_text()), *fitted
+
+
 def quality() -> list[str]:
-    shipped, rerun = json.loads(SHIPPED_FIT.read_text()), json.loads((HERE / "rerun/rerank-scores.json").read_text())
-    reason = {
-        "shipped": (json.loads(SHIPPED_RATIONALES.read_text()), "0.2"),  # each run's fitted b
-        "rerun": (json.loads((HERE / "rerun/rationales.json").read_text()), "0"),
-    }
+    shipped, s_reason, s_c, s_b = run_of(
+        SHIPPED_FIT, SHIPPED_RATIONALES, ROOT / "autotool/default_policy/manifest.json"
+    )
+    rerun, r_reason, r_c, r_b = run_of(*(HERE / "rerun" / f for f in RERUN_FILES))
     lines = [
         "| catalog (requests) | measure | shipped | rerun | rerun minus shipped |",
         "|---|---|---:|---:|---|",
     ]
+    measures = [("fast, no reranker (c = 0)", 0.0, 0.0), (f"fast (fitted c: shipped {s_c:g}, rerun {r_c:g})", s_c, r_c)]
     for catalog in shipped:
         assert [r["id"] for r in shipped[catalog]] == [r["id"] for r in rerun[catalog]]
-        for label, c in (("fast, no reranker (c = 0)", 0.0), ("fast (c = 1, fitted in both)", 1.0)):
-            a, b = hits(rerun[catalog], c), hits(shipped[catalog], c)
+        for label, c_shipped, c_rerun in measures:
+            a, b = hits(rerun[catalog], c_rerun), hits(shipped[catalog], c_shipped)
             lines.append(
                 f"| {catalog} ({len(a)}) | {label} | {np.mean(b):.3f} | {np.mean(a):.3f} | {fmt(paired_bootstrap(a, b))} |"
             )
-        (s_rows, s_b), (r_rows, r_b) = reason["shipped"], reason["rerun"]
-        b = [r["hit"][s_b] for r in s_rows[catalog]]
-        a = [r["hit"][r_b] for r in r_rows[catalog]]
+        b = [r["hit"][f"{s_b:g}"] for r in s_reason[catalog]]
+        a = [r["hit"][f"{r_b:g}"] for r in r_reason[catalog]]
         lines.append(
-            f"| {catalog} ({len(a)}) | reason (b fitted: shipped 0.2, rerun 0) | {np.mean(b):.3f} | {np.mean(a):.3f} "
-            f"| {fmt(paired_bootstrap(a, b))} |"
+            f"| {catalog} ({len(a)}) | reason (fitted b: shipped {s_b:g}, rerun {r_b:g}) | {np.mean(b):.3f} "
+            f"| {np.mean(a):.3f} | {fmt(paired_bootstrap(a, b))} |"
         )
     return lines
 
@@ -69,8 +76,9 @@ def weights(rerun_root: Path) -> list[str]:
         for k in a:
             if "lora_A" in k:
                 da, db = a[k.replace("lora_A", "lora_B")] @ a[k], b[k.replace("lora_A", "lora_B")] @ b[k]
-                if np.linalg.norm(da) and np.linalg.norm(db):  # a layer outside the gradient's path stays at zero
-                    cosines.append(float((da * db).sum() / (np.linalg.norm(da) * np.linalg.norm(db))))
+                norms = np.linalg.norm(da) * np.linalg.norm(db)
+                if norms:  # a layer outside the gradient's path stays at zero
+                    cosines.append(float((da * db).sum() / norms))
         lines.append(f"| {name} | {len(a)} | {'yes' if same else 'no'} | {len(cosines)} | {np.median(cosines):.3f} |")
     return lines
 
