@@ -52,7 +52,7 @@ train-policy: setup  ## train the shipped policy alone (autotool/default_policy/
 	echo "train-policy: $$(( $$(date +%s) - start )) s wall time"
 
 EMBEDDER_RUN := runs/embedder-metatool-all
-EMBEDDER_ARGS := --out $(EMBEDDER_RUN) --catalog metatool --every-query --per-catalog 2500
+EMBEDDER_ARGS := --out $(EMBEDDER_RUN) --catalogs metatool:all --per-catalog 2500
 SHIPPED_EMBEDDER := toolbank/embedders/all-MiniLM-L6-v2-tools
 train-embedder: setup  ## fine-tune the shipped `tools` embedder and copy it into toolbank/embedders/ (about 7 min on 2 cores)
 	@start=$$(date +%s); $(PY) -m training.embedder $(EMBEDDER_ARGS) \

@@ -1,12 +1,12 @@
 """Fine-tune the embedder on tool data: (request, gold tool text, hard negative) triples, contrastive loss.
 
     python -m training.embedder --out runs/embedder
-    python -m training.embedder --out runs/embedder-seal --catalog seal_tools     # leave MetaTool out
+    python -m training.embedder --out runs/embedder-seal --catalogs seal_tools:all,bfcl:all   # leave MetaTool out
 
-The triples come from each training catalog's split (seed 0): its train queries and train tools only, so
-the split's validation and unseen tools, and every foreign catalog, stay unseen (`--every-query` takes a
-whole catalog instead, for leave-one-catalog-out). A request with two gold
-tools gives two triples. The hard negatives (`--negatives`, one by default) are the highest-ranked train tools
+The triples come from `--catalogs`, each `NAME:train` (the train queries and tools of its `--seed` split, so
+the split's validation and unseen tools stay unseen) or `NAME:all` (every query and tool, for
+leave-one-catalog-out); by default the train split of every training catalog. Foreign catalogs are refused. A
+request with two gold tools gives two triples. The hard negatives (`--negatives`, one by default) are the highest-ranked train tools
 of the same catalog that are not gold for the request, under the stock embedder. `--name-word-dropout P` takes
 out of a triple's request, with probability P, the words of its gold tool's name (where 3 words are left), so
 that the pair cannot be matched on the name alone: a request that repeats its tool's name teaches little about
@@ -35,6 +35,7 @@ from training.cli import CommandError, doc_help, run
 from training.ship import commit
 
 ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of the BERT blocks
+DEFAULT_CATALOGS = ",".join(f"{name}:train" for name in TRAINING_CATALOGS)
 
 
 def _singular(word: str) -> str:
@@ -114,6 +115,51 @@ def triples(
     return rows, record
 
 
+def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
+    """`name:all|train,...` as (catalog, every request of it); a training catalog only, never a foreign one."""
+    out = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        name, _, split = (part.strip() for part in item.partition(":"))
+        if name not in TRAINING_CATALOGS:
+            raise CommandError(
+                f"--catalogs: {name!r} is not a training catalog; expected one of {', '.join(TRAINING_CATALOGS)}"
+            )
+        if split not in ("all", "train"):
+            raise CommandError(f"--catalogs: {item!r}: expected the split 'all' or 'train' after the colon")
+        if name in (n for n, _ in out):
+            raise CommandError(f"--catalogs: {name!r} is named twice; name each catalog once")
+        out.append((name, split == "all"))
+    if not out:
+        raise CommandError("--catalogs: expected at least one catalog, e.g. metatool:all")
+    return out
+
+
+def catalog_triples(
+    catalogs: list[tuple[str, bool]], seed: int, per_catalog: int | None, negatives: int, **options
+) -> tuple[list[tuple[str, ...]], list[dict]]:
+    """`triples` of each of `parse_catalogs`' catalogs (at most `per_catalog` requests of each; `options` are
+    `triples`' `lexical` and `name_word_dropout`), shuffled together with `seed`, and their records."""
+    rows, records = [], []
+    for catalog, every in catalogs:
+        got, record = triples(catalog, seed, per_catalog, every, negatives, **options)
+        rows += got
+        records.append(record)
+        which = "" if every else "train "
+        click.echo(f"{catalog}: {len(got)} triples from {record['queries']} {which}requests", err=True)
+    random.Random(seed).shuffle(rows)
+    return rows, records
+
+
+def triples_dataset(rows: list[tuple[str, ...]]):
+    """The rows as a `datasets.Dataset` with the columns sentence-transformers' losses read in order: the
+    request, the gold tool's text, then each hard negative's."""
+    from datasets import Dataset
+
+    negatives = len(rows[0]) - 2 if rows else 0
+    columns = ["query", "positive", *(f"negative_{i + 1}" for i in range(negatives))]
+    return Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(columns)})
+
+
 def save_adapter(peft_model, folder: Path) -> None:
     """Write a PEFT model's adapter (and any layers it saves whole) into `folder`, naming the stock model as its
     base (not this machine's path to it) and without PEFT's empty model card (a manifest says what it is)."""
@@ -129,19 +175,14 @@ def save_adapter(peft_model, folder: Path) -> None:
 @click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output folder.")
 @click.option(
-    "--catalog",
-    "catalogs",
-    multiple=True,
-    default=TRAINING_CATALOGS,
+    "--catalogs",
+    default=DEFAULT_CATALOGS,
     show_default=True,
-    help="A training catalog to take triples from (repeat for several).",
+    help="Comma-separated training catalogs, each NAME:train (its split's train part) or NAME:all (every request "
+    "and tool, for leave-one-catalog-out runs; a catalog trained on so is no longer fit for within-catalog figures).",
 )
-@click.option("--per-catalog", type=int, default=None, help="At most this many requests from each catalog.")
 @click.option(
-    "--every-query",
-    is_flag=True,
-    help="Every query and tool of each catalog, not its split's train part (for leave-one-catalog-out runs; "
-    "a catalog trained on so is no longer fit for within-catalog figures).",
+    "--per-catalog", type=click.IntRange(1), default=None, help="At most this many requests from each catalog."
 )
 @click.option(
     "--negatives",
@@ -167,7 +208,6 @@ def main(
     out,
     catalogs,
     per_catalog,
-    every_query,
     negatives,
     name_word_dropout,
     epochs,
@@ -177,7 +217,7 @@ def main(
     max_length,
     seed,
 ):
-    from datasets import Dataset
+    wanted = parse_catalogs(catalogs)  # before the heavy imports, so a typo fails at once
     from peft import LoraConfig, TaskType, get_peft_model
     from sentence_transformers import (
         SentenceTransformer,
@@ -191,21 +231,8 @@ def main(
     from toolbank import load_embedder
     from toolbank.embed import STOCK_EMBEDDER, default_model_folder
 
-    unknown = [c for c in catalogs if c not in TRAINING_CATALOGS]
-    if unknown:
-        raise CommandError(f"--catalog {unknown[0]}: expected a training catalog ({', '.join(TRAINING_CATALOGS)})")
-    rows, records = [], []
-    for catalog in catalogs:
-        catalog_rows, record = triples(
-            catalog, seed, per_catalog, every_query, negatives, name_word_dropout=name_word_dropout
-        )
-        rows += catalog_rows
-        records.append(record)
-        which = "" if every_query else "train "
-        click.echo(f"{catalog}: {record['triples']} triples from {record['queries']} {which}requests", err=True)
-    random.Random(seed).shuffle(rows)
-    columns = ["anchor", "positive", *(f"negative_{i + 1}" for i in range(negatives))]
-    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(columns)})
+    rows, records = catalog_triples(wanted, seed, per_catalog, negatives, name_word_dropout=name_word_dropout)
+    data = triples_dataset(rows)
 
     set_seed(seed)  # the adapter's random start is drawn here, before the trainer seeds the run
     model = SentenceTransformer(str(default_model_folder()), device="cpu")

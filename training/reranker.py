@@ -21,39 +21,17 @@ seeds, counts, wall time, rows a second, the commit).
 from __future__ import annotations
 
 import json
-import random
 import time
 from pathlib import Path
 
 import click
 
 from training.cli import CommandError, doc_help, run
-from training.embedder import ADAPTER_MODULES, save_adapter, triples
+from training.embedder import ADAPTER_MODULES, catalog_triples, parse_catalogs, save_adapter, triples_dataset
 from training.ship import commit
 
 # Seal-Tools keeps its split's val and unseen tools for within-catalog figures
 DEFAULT_CATALOGS = "metatool:all,bfcl:all,seal_tools:train"
-
-
-def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
-    """`name:all|train,...` as (catalog, every request of it); a training catalog only, never a foreign one."""
-    from autotool.benchmarks import TRAINING_CATALOGS
-
-    out = []
-    for item in filter(None, (s.strip() for s in spec.split(","))):
-        name, _, split = (part.strip() for part in item.partition(":"))
-        if name not in TRAINING_CATALOGS:
-            raise CommandError(
-                f"--catalogs: {name!r} is not a training catalog; expected one of {', '.join(TRAINING_CATALOGS)}"
-            )
-        if split not in ("all", "train"):
-            raise CommandError(f"--catalogs: {item!r}: expected the split 'all' or 'train' after the colon")
-        if name in (n for n, _ in out):
-            raise CommandError(f"--catalogs: {name!r} is named twice; name each catalog once")
-        out.append((name, split == "all"))
-    if not out:
-        raise CommandError("--catalogs: expected at least one catalog, e.g. metatool:all")
-    return out
 
 
 @click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +42,13 @@ def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
     show_default=True,
     help="Comma-separated training catalogs, each NAME:all (every request) or NAME:train (its train split).",
 )
-@click.option("--per-catalog", type=int, default=2500, show_default=True, help="At most this many requests a catalog.")
+@click.option(
+    "--per-catalog",
+    type=click.IntRange(1),
+    default=2500,
+    show_default=True,
+    help="At most this many requests a catalog.",
+)
 @click.option("--negatives", type=click.IntRange(1, 15), default=3, show_default=True, help="Hard negatives a request.")
 @click.option(
     "--lexical-negatives",
@@ -81,7 +65,6 @@ def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split, shuffling and adapter start.")
 def main(out, catalogs, per_catalog, negatives, lexical_negatives, epochs, batch_size, lr, rank, max_length, seed):
     wanted = parse_catalogs(catalogs)  # before the heavy imports, so a typo fails at once
-    from datasets import Dataset
     from peft import LoraConfig, TaskType, get_peft_model
     from sentence_transformers.cross_encoder import CrossEncoder, CrossEncoderTrainer, CrossEncoderTrainingArguments
     from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
@@ -90,19 +73,10 @@ def main(out, catalogs, per_catalog, negatives, lexical_negatives, epochs, batch
     from autotool.rerank import RERANKER_CONFIG, load_reranker
     from toolbank.embed import STOCK_EMBEDDER, default_model_folder
 
-    if per_catalog is not None and per_catalog < 1:
-        raise CommandError(f"--per-catalog: expected at least 1, got {per_catalog}")
     if lexical_negatives > negatives:
         raise CommandError(f"--lexical-negatives: expected at most --negatives ({negatives}), got {lexical_negatives}")
-    rows, records = [], []
-    for catalog, every in wanted:
-        got, record = triples(catalog, seed, per_catalog, every, negatives, lexical_negatives)
-        rows += got
-        records.append(record)
-        click.echo(f"{catalog}: {len(got)} rows from {record['queries']} requests", err=True)
-    random.Random(seed).shuffle(rows)
-    columns = ["query", "positive", *(f"negative_{i + 1}" for i in range(negatives))]
-    data = Dataset.from_dict({k: [r[i] for r in rows] for i, k in enumerate(columns)})
+    rows, records = catalog_triples(wanted, seed, per_catalog, negatives, lexical=lexical_negatives)
+    data = triples_dataset(rows)
 
     set_seed(seed)  # the new scoring layer's and the adapter's random start, drawn before the trainer seeds the run
     model = CrossEncoder(str(default_model_folder()), num_labels=1, max_length=max_length, device="cpu")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def test_fine_tune_writes_an_adapter_that_loads_and_embeds(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOTOOL_HOME", str(tmp_path / "home"))
     out = tmp_path / "tuned"
-    argv = ["--out", str(out), "--catalog", "metatool", "--per-catalog", "16", "--batch-size", "8", "--lr", "1e-3"]
+    argv = ["--out", str(out), *"--catalogs metatool:train --per-catalog 16 --batch-size 8 --lr 1e-3".split()]
     assert run(embedder.main, argv) == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["trained_on"][0]["catalog"] == "metatool" and manifest["trained_on"][0]["split"] == "train"
@@ -35,8 +35,9 @@ def test_fine_tune_writes_an_adapter_that_loads_and_embeds(tmp_path, monkeypatch
     assert np.allclose(tuned.encode(texts[:1]), a[:1], atol=1e-5)  # the ONNX query path agrees
 
 
-def test_unknown_catalog_is_refused(tmp_path):
-    assert run(embedder.main, ["--out", str(tmp_path / "x"), "--catalog", "apibank"]) == 2
+def test_a_foreign_catalog_is_refused_before_training(tmp_path):
+    assert run(embedder.main, ["--out", str(tmp_path / "x"), "--catalogs", "metatool:train,apibank:all"]) == 2
+    assert not (tmp_path / "x").exists()
 
 
 def test_name_word_dropout_takes_the_gold_tools_name_out_of_its_requests():
@@ -58,7 +59,7 @@ def test_the_same_seed_trains_the_same_adapter(tmp_path, monkeypatch):
     adapters = []
     for i in range(2):
         out = tmp_path / f"run{i}"
-        argv = ["--out", str(out), "--catalog", "metatool", "--per-catalog", "8", "--batch-size", "8", "--seed", "0"]
+        argv = ["--out", str(out), *"--catalogs metatool:train --per-catalog 8 --batch-size 8 --seed 0".split()]
         assert run(embedder.main, argv) == 0
         adapters.append(load_file(out / "adapter" / "adapter_model.safetensors"))
     first, second = adapters

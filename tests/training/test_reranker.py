@@ -1,14 +1,20 @@
-"""The reranker trainer's `--catalogs`: which training catalogs (and splits) its rows come from."""
+"""`--catalogs` of the embedder and reranker trainers: which training catalogs (and splits) their rows come from."""
 
 import pytest
 from click.testing import CliRunner
 
+from training import embedder
 from training.cli import CommandError
-from training.reranker import DEFAULT_CATALOGS, main, parse_catalogs
+from training.embedder import parse_catalogs
+from training.reranker import DEFAULT_CATALOGS, main
 
 
 def test_default_reads_metatool_and_bfcl_whole_and_seal_tools_train_split():
     assert parse_catalogs(DEFAULT_CATALOGS) == [("metatool", True), ("bfcl", True), ("seal_tools", False)]
+
+
+def test_the_embedder_reads_the_train_split_of_every_training_catalog_by_default():
+    assert parse_catalogs(embedder.DEFAULT_CATALOGS) == [("metatool", False), ("seal_tools", False), ("bfcl", False)]
 
 
 def test_leave_one_out_spec():
