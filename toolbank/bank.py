@@ -26,7 +26,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -133,27 +133,38 @@ def _only_ours(folder: Path) -> bool:
     return all(p.name in OWN_FILES or _temp_pid(p.name) is not None for p in folder.iterdir())
 
 
+@contextmanager
+def _write_lock_if_free(folder: Path) -> Iterator[bool]:
+    """Hold a bank folder's write lock for the block if no writer holds it now: yields True; False, holding
+    nothing, when a writer does or the folder is read-only (for work that can wait for a later process)."""
+    try:
+        lock = open(folder / "bank.lock", "a")
+    except OSError:
+        yield False
+        return
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _clear_stale_temps(folder: Path) -> None:
     """Remove the temporaries (`.NAME.PID.tmp`) that writers killed mid-write left in a bank folder. Every write
     there holds the write lock, so while this process holds it no temporary is in use; when another writer
     holds it, they are left for a later open."""
     if not any(_temp_pid(p.name) is not None for p in folder.iterdir()):
         return
-    try:
-        lock = open(folder / "bank.lock", "a")
-    except OSError:  # a read-only folder
-        return
-    with lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return
-        try:
+    with _write_lock_if_free(folder) as held:
+        if held:
             for p in folder.iterdir():
                 if _temp_pid(p.name) is not None:
                     _remove(p)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _clear_stale_builds(path: Path) -> None:
@@ -680,22 +691,10 @@ class ToolBank:
     def _save_bm25(self, index: BM25Index, generation: int) -> None:
         """Save a built BM25 index for the next process, when the write lock is free at once and the store is
         still at `generation` (a writer holds the lock: it will have changed it; a read-only folder: never)."""
-        try:
-            lock = open(self.path / "bank.lock", "a")
-        except OSError:
-            return
-        with lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return
-            try:
-                if self.store.generation == generation:
+        with _write_lock_if_free(self.path) as held:
+            if held and self.store.generation == generation:
+                with suppress(OSError):
                     index.save(self.path / "bm25.npz", generation)
-            except OSError:
-                pass
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def warm(self) -> None:
         """Load what a search needs, building and saving what is missing or stale: the FAISS index, the BM25

@@ -85,6 +85,22 @@ def test_bank_saves_its_bm25_index_and_rebuilds_a_stale_or_damaged_one(tmp_path,
     assert BM25Index.load(tmp_path / "bank" / "bm25.npz", fourth.store.generation, len(fourth)) is not None
 
 
+def test_a_search_leaves_bm25_npz_to_a_later_process_while_a_writer_holds_the_lock(tmp_path):
+    import fcntl
+
+    bank = ToolBank.create(tmp_path / "bank", HashEmbedder(64))
+    bank.add(weather_tools())
+    saved = tmp_path / "bank" / "bm25.npz"
+    assert not saved.exists()  # the first search builds it
+    with open(tmp_path / "bank" / "bank.lock", "a") as lock:  # a writer at work: it will change the store
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        names = [h.name for h in ToolBank.load(tmp_path / "bank", HashEmbedder(64)).search("weather", mode="bm25")]
+        assert names and not saved.exists()
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    ToolBank.load(tmp_path / "bank", HashEmbedder(64)).search("weather", mode="bm25")
+    assert saved.is_file()
+
+
 def _modules_after(argv: list[str], env=None) -> list[str]:
     code = (
         "import sys; from toolbank.cli import main\n"
