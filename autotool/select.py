@@ -120,11 +120,13 @@ def default_policy(bank: ToolBank) -> Policy:
     return _default[key]
 
 
-def _clean_query(query: str) -> str:
+def _clean_query(query: str, stacklevel: int = 3) -> str:
+    """`query`, checked, and cut to MAX_QUERY_CHARS with a warning at the line `stacklevel` frames up (3: the one
+    that called the caller)."""
     if not isinstance(query, str) or not query.strip():
         raise ValueError("the query is empty; say what the tool should do")
     if len(query) > MAX_QUERY_CHARS:
-        warnings.warn(f"query of {len(query):,} characters truncated to {MAX_QUERY_CHARS:,}", stacklevel=3)
+        warnings.warn(f"query of {len(query):,} characters truncated to {MAX_QUERY_CHARS:,}", stacklevel=stacklevel)
         query = query[:MAX_QUERY_CHARS]
     return query
 
@@ -133,6 +135,19 @@ def _check_counts(k: int, top_k: int) -> None:
     for name, value in (("k", k), ("top_k", top_k)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
+
+
+def _request(
+    query: str, mode: str, k: int, top_k: int, bank: ToolBank | None, policy: Policy | None
+) -> tuple[str, ToolBank, Policy]:
+    """`select_tool`'s and `select_tools`' checks, before anything loads, then the default bank and policy
+    where none was given."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    _check_counts(k, top_k)
+    query = _clean_query(query, stacklevel=4)  # the warning at the line that called select_tool(s)
+    bank = ToolBank.load(default_bank_path()) if bank is None else bank
+    return query, bank, default_policy(bank) if policy is None else policy
 
 
 def _namespaces(namespace: str | Sequence[str] | None) -> str | tuple[str, ...] | None:
@@ -370,12 +385,7 @@ def select_tool(
     Raises:
         ValueError: Empty query, unknown mode, k or top_k below 1, or an empty bank.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    _check_counts(k, top_k)
-    query = _clean_query(query)
-    bank = ToolBank.load(default_bank_path()) if bank is None else bank
-    policy = default_policy(bank) if policy is None else policy
+    query, bank, policy = _request(query, mode, k, top_k, bank, policy)
     context = list(context or ())
     called = tuple(bank.get(record.tool).qualified_name for record in context)  # a bare name, if unambiguous
     step = StepInput(query, history(context, bank.get), called)
@@ -457,12 +467,7 @@ def select_tools(
     """
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    _check_counts(k, top_k)
-    query = _clean_query(query)
-    bank = ToolBank.load(default_bank_path()) if bank is None else bank
-    policy = default_policy(bank) if policy is None else policy
+    query, bank, policy = _request(query, mode, k, top_k, bank, policy)
     (selection,) = select_steps(
         policy,
         bank,
