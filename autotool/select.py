@@ -137,17 +137,14 @@ def _check_counts(k: int, top_k: int) -> None:
             raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
 
 
-def _request(
-    query: str, mode: str, k: int, top_k: int, bank: ToolBank | None, policy: Policy | None
-) -> tuple[str, ToolBank, Policy]:
-    """`select_tool`'s and `select_tools`' checks, before anything loads, then the default bank and policy
-    where none was given."""
+def _request(query: str, mode: str, k: int, top_k: int, bank: ToolBank | None) -> tuple[str, ToolBank]:
+    """`select_tool`'s and `select_tools`' checks, before anything loads, then the default bank where none was
+    given. (The caller loads the default policy itself, so that its warning names the user's line.)"""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     _check_counts(k, top_k)
     query = _clean_query(query, stacklevel=4)  # the warning at the line that called select_tool(s)
-    bank = ToolBank.load(default_bank_path()) if bank is None else bank
-    return query, bank, default_policy(bank) if policy is None else policy
+    return query, ToolBank.load(default_bank_path()) if bank is None else bank
 
 
 def _namespaces(namespace: str | Sequence[str] | None) -> str | tuple[str, ...] | None:
@@ -385,7 +382,8 @@ def select_tool(
     Raises:
         ValueError: Empty query, unknown mode, k or top_k below 1, or an empty bank.
     """
-    query, bank, policy = _request(query, mode, k, top_k, bank, policy)
+    query, bank = _request(query, mode, k, top_k, bank)
+    policy = default_policy(bank) if policy is None else policy
     context = list(context or ())
     called = tuple(bank.get(record.tool).qualified_name for record in context)  # a bare name, if unambiguous
     step = StepInput(query, history(context, bank.get), called)
@@ -467,7 +465,8 @@ def select_tools(
     """
     if format not in FORMATS:
         raise ValueError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-    query, bank, policy = _request(query, mode, k, top_k, bank, policy)
+    query, bank = _request(query, mode, k, top_k, bank)
+    policy = default_policy(bank) if policy is None else policy
     (selection,) = select_steps(
         policy,
         bank,

@@ -140,18 +140,21 @@ def _write_lock_if_free(folder: Path) -> Iterator[bool]:
     try:
         lock = open(folder / "bank.lock", "a")
     except OSError:
-        yield False
+        lock = None
+    if lock is None:
+        yield False  # outside the except block, so that an error in the body is not chained to this one
         return
     with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
         except OSError:
-            yield False
-            return
+            held = False
         try:
-            yield True
+            yield held
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            if held:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _clear_stale_temps(folder: Path) -> None:

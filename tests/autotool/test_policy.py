@@ -347,6 +347,23 @@ def test_shipped_policy_for_another_embedder_falls_back_with_a_warning(bank, pol
         assert select.default_policy(other) is untrained
 
 
+def test_the_untrained_anchor_warning_names_the_callers_line(bank, policy, tmp_path, monkeypatch):
+    import autotool.select as select
+
+    monkeypatch.setenv("AUTOTOOL_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(select, "SHIPPED_POLICY", tmp_path / "none")  # no policy anywhere
+    monkeypatch.setattr(select.Policy, "create", classmethod(lambda cls, b: policy))  # the real one loads SmolLM2
+    calls = (
+        lambda: select.select_tool("weather", bank, mode="fast", arguments=False),
+        lambda: select.select_tools("weather", 2, bank=bank),
+    )
+    for call in calls:
+        monkeypatch.setattr(select, "_default", {})
+        with pytest.warns(UserWarning, match="untrained anchor") as caught:
+            call()
+        assert {w.filename for w in caught if "untrained anchor" in str(w.message)} == {__file__}
+
+
 def test_a_policy_reads_the_embedders_its_manifest_also_lists(bank, policy, tmp_path):
     policy.save(tmp_path / "p")
     manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())

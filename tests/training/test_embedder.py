@@ -35,11 +35,6 @@ def test_fine_tune_writes_an_adapter_that_loads_and_embeds(tmp_path, monkeypatch
     assert np.allclose(tuned.encode(texts[:1]), a[:1], atol=1e-5)  # the ONNX query path agrees
 
 
-def test_a_foreign_catalog_is_refused_before_training(tmp_path):
-    assert run(embedder.main, ["--out", str(tmp_path / "x"), "--catalogs", "metatool:train,apibank:all"]) == 2
-    assert not (tmp_path / "x").exists()
-
-
 def test_name_word_dropout_takes_the_gold_tools_name_out_of_its_requests():
     plain, _ = embedder.triples("seal_tools", limit=24)
     rows, record = embedder.triples("seal_tools", limit=24, name_word_dropout=1.0)

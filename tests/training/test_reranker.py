@@ -37,9 +37,14 @@ def test_bad_spec_names_the_option_and_what_was_expected(spec, says):
     assert says in str(error.value)
 
 
-def test_cli_refuses_a_foreign_catalog_before_training(tmp_path):
-    result = CliRunner().invoke(main, ["--out", str(tmp_path / "r"), "--catalogs", "toolalpaca:all"])
-    assert result.exit_code != 0
+@pytest.mark.parametrize("trainer", [main, embedder.main], ids=["reranker", "embedder"])
+def test_cli_refuses_a_foreign_catalog_before_reading_any(trainer, tmp_path, monkeypatch):
+    def no_rows(*args, **kwargs):
+        raise AssertionError("read a catalog before checking them all")
+
+    monkeypatch.setattr(embedder, "triples", no_rows)
+    result = CliRunner().invoke(trainer, ["--out", str(tmp_path / "r"), "--catalogs", "metatool:train,toolalpaca:all"])
+    assert result.exit_code == 2, result.output
     assert "'toolalpaca' is not a training catalog" in result.output
     assert not (tmp_path / "r").exists()
 
