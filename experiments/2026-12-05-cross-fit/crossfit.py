@@ -4,8 +4,7 @@
 
 The shipped rerank weight c and rationale weight b were fitted on API-Bank and ToolAlpaca together, so the
 served figures on them are validation figures. Here catalog X is scored with c (and then b) chosen on the other
-catalog alone, by the rule the fits use (the best mean hit@1; ties to the smaller value), from the committed
-per-request grids:
+catalog alone, by the rule the fits use (`fitted`), from the committed per-request grids:
 - c: `2026-12-02-rerank-served/fit/scores.json` (fast mode's best 5 of every request, their probabilities and
   reranker scores), reordered by `training.fit_rerank.hits`, the function the fit scores with;
 - b at that c: `2026-12-03-rationale-weight-foreign/fit/rationales.json` (c = 1) or this record's
@@ -41,9 +40,10 @@ def mean(values) -> float:
     return sum(values) / len(values)
 
 
-def fitted(grid, score) -> float:
-    """The grid value with the best score; ties go to the smaller value, as the fits break them."""
-    return max(grid, key=lambda x: (score(x), -x))
+def fitted(grid, hits_at, catalogs) -> float:
+    """The grid value with the best mean over `catalogs` of each catalog's hit@1 (`hits_at(catalog, value)`: its
+    per-request hits), ties to the smaller value: the rule of training.fit_rerank and training.fit_rationale."""
+    return max(grid, key=lambda v: (round(mean([mean(hits_at(o, v)) for o in catalogs]), 9), -v))
 
 
 def aligned(rows: list[dict], ids: list[str], key: str = "id") -> list[dict]:
@@ -95,10 +95,10 @@ def main() -> None:
         per_item = measures[x]["per_item"]
         base = max(BASELINES, key=lambda m: mean(per_item[m]))
         for label, fit_on in (("both (served)", CATALOGS), (f"{other} alone", (other,))):
-            c = fitted(C_GRID, lambda v: mean([h for o in fit_on for h in fast_hits[o][v]]))
+            c = fitted(C_GRID, lambda o, v: fast_hits[o][v], fit_on)
             if c not in reason_hits:
                 raise SystemExit(f"no rationale grid at c = {c}; run.sh makes the one at 0.5")
-            b = fitted(B_GRID, lambda v: mean([h for o in fit_on for h in reason_hits[c][o][v]]))
+            b = fitted(B_GRID, lambda o, v: reason_hits[c][o][v], fit_on)
             fast, reason = fast_hits[x][c], reason_hits[c][x][b]
             cells = []
             for row in (fast, reason):
@@ -112,7 +112,7 @@ def main() -> None:
     lines += [
         "",
         "Each catalog alone fits: "
-        + "; ".join(f"{x}: c = {fitted(C_GRID, lambda v: mean(fast_hits[x][v])):g}" for x in CATALOGS)
+        + "; ".join(f"{x}: c = {fitted(C_GRID, lambda o, v: fast_hits[o][v], (x,)):g}" for x in CATALOGS)
         + ". The rationale grids at c = 1 and c = 0.5 were written in two runs; the policy wrote the same "
         + "rationale for "
         + ", ".join(f"{same[x]} of {len(ids[x])} {x} requests" for x in CATALOGS)
