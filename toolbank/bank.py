@@ -139,7 +139,7 @@ def _write_lock_if_free(folder: Path) -> Iterator[bool]:
     nothing, when a writer does or the folder is read-only (for work that can wait for a later process)."""
     try:
         lock = open(folder / "bank.lock", "a")
-    except OSError:
+    except OSError:  # a read-only folder
         lock = None
     if lock is None:
         yield False  # outside the except block, so that an error in the body is not chained to this one

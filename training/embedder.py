@@ -3,16 +3,16 @@
     python -m training.embedder --out runs/embedder
     python -m training.embedder --out runs/embedder-seal --catalogs seal_tools:all,bfcl:all   # leave MetaTool out
 
-The triples come from `--catalogs`, each `NAME:train` (the train queries and tools of its `--seed` split, so
-the split's validation and unseen tools stay unseen) or `NAME:all` (every query and tool, for
-leave-one-catalog-out); by default the train split of every training catalog. Foreign catalogs are refused. A
-request with two gold tools gives two triples. The hard negatives (`--negatives`, one by default) are the highest-ranked train tools
-of the same catalog that are not gold for the request, under the stock embedder. `--name-word-dropout P` takes
-out of a triple's request, with probability P, the words of its gold tool's name (where 3 words are left), so
-that the pair cannot be matched on the name alone: a request that repeats its tool's name teaches little about
-one that paraphrases it. Training is sentence-transformers' own
-`SentenceTransformerTrainer` with `MultipleNegativesRankingLoss` (the other requests' tools in the batch
-are negatives too), on a LoRA adapter (PEFT) over all-MiniLM-L6-v2, so what ships is a few MB.
+The triples come from `--catalogs`, each `NAME:train` (the train queries and tools of its `--seed` split, so the
+split's validation and unseen tools stay unseen) or `NAME:all` (every query and tool, for leave-one-catalog-out);
+by default the train split of every training catalog. Foreign catalogs are refused. A request with two gold tools
+gives two triples. The hard negatives (`--negatives`, one by default) are the highest-ranked train tools of the
+same catalog that are not gold for the request, under the stock embedder. `--name-word-dropout P` takes out of a
+triple's request, with probability P, the words of its gold tool's name (where 3 words are left), so that the pair
+cannot be matched on the name alone: a request that repeats its tool's name teaches little about one that
+paraphrases it. Training is sentence-transformers' own `SentenceTransformerTrainer` with
+`MultipleNegativesRankingLoss` (the other requests' tools in the batch are negatives too), on a LoRA adapter
+(PEFT) over all-MiniLM-L6-v2, so what ships is a few MB.
 
 Writes into OUT: `adapter/` (the adapter and `embedder.json`: the folder `load_embedder` and
 `python -m eval --embedder OUT/adapter` take) and `manifest.json` (catalogs, splits, seeds, counts, wall
@@ -135,13 +135,18 @@ def parse_catalogs(spec: str) -> list[tuple[str, bool]]:
 
 
 def catalog_triples(
-    catalogs: list[tuple[str, bool]], seed: int, per_catalog: int | None, negatives: int, **options
+    catalogs: list[tuple[str, bool]],
+    seed: int,
+    per_catalog: int | None,
+    negatives: int,
+    lexical: int = 0,
+    name_word_dropout: float = 0.0,
 ) -> tuple[list[tuple[str, ...]], list[dict]]:
-    """`triples` of each of `parse_catalogs`' catalogs (at most `per_catalog` requests of each; `options` are
-    `triples`' `lexical` and `name_word_dropout`), shuffled together with `seed`, and their records."""
+    """`triples` of each of `parse_catalogs`' catalogs (at most `per_catalog` requests of each), shuffled
+    together with `seed`, and their records."""
     rows, records = [], []
     for catalog, every in catalogs:
-        got, record = triples(catalog, seed, per_catalog, every, negatives, **options)
+        got, record = triples(catalog, seed, per_catalog, every, negatives, lexical, name_word_dropout)
         rows += got
         records.append(record)
         which = "" if every else "train "
