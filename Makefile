@@ -43,11 +43,11 @@ train-metatool: setup  ## Phase I, Phase II and the equal-compute ablation on Me
 	sh experiments/2026-11-29-ablation-metatool/train.sh
 
 # Each timed recipe keeps its command's exit status (`|| exit`), so a failed step stops what follows it.
-train-default: setup  ## every shipped model, in order: the embedder, the policy, the reranker and its weights (about 4 h on 2 cores)
+train-default: setup  ## every shipped model, in order: the embedder, the policy, the reranker and its weights (about 2 h on 2 cores)
 	@start=$$(date +%s); $(MAKE) --no-print-directory train-embedder && $(MAKE) --no-print-directory train-policy \
 	&& $(MAKE) --no-print-directory train-reranker || exit $$?; echo "train-default: $$(( $$(date +%s) - start )) s wall time"
 
-train-policy: setup  ## train the shipped policy alone (autotool/default_policy/; about 3 h on 2 cores)
+train-policy: setup  ## train the shipped policy alone (autotool/default_policy/; about 76 min on 2 cores)
 	@start=$$(date +%s); sh experiments/2026-11-29-train-default/train.sh || exit $$?; \
 	echo "train-policy: $$(( $$(date +%s) - start )) s wall time"
 

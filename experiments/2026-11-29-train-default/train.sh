@@ -9,8 +9,9 @@
 # Each calibration writes into the candidate under $RUNS (`training.calibrate --write`); only the ship steps
 # (`training.ship`, which copies the calibrated candidate) write autotool/default_policy/. The calibrations'
 # grids and rationales go to the experiments/*-calibrate* folders beside this one (README.md here).
-# About 3 h on 2 CPU cores (`make train-policy` prints the wall time; `make train-default` runs it after the embedder); each calibration writes the
-# policy's rationales for every val step, about 28 min.
+# 76 min on 2 CPU cores when rerun from a fresh clone (experiments/2026-12-05-train-policy-rerun; `make train-policy`
+# prints the wall time; `make train-default` runs it after the embedder); each calibration writes the policy's
+# rationales for every val step, about 5 min.
 set -eu
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

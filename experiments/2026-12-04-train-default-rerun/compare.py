@@ -1,7 +1,9 @@
 """Shipped models against a rerun of `make train-embedder` + `make train-reranker` (run.sh): validation hit@1
 per request on API-Bank and ToolAlpaca, paired rerun minus shipped; with --rerun-root, the adapters' weights.
 
-    python experiments/2026-12-04-train-default-rerun/compare.py [--rerun-root /tmp/repro]
+    python experiments/2026-12-04-train-default-rerun/compare.py [--rerun-root /tmp/repro] [--rerun DIR]
+
+--rerun reads another rerun's fit outputs (default: rerun/ here); 2026-12-05-train-policy-rerun uses it.
 """
 
 import argparse
@@ -35,11 +37,11 @@ def run_of(scores: Path, rationales: Path, manifest: Path) -> tuple[dict, dict, 
     return json.loads(scores.read_text()), json.loads(rationales.read_text()), *fitted
 
 
-def quality() -> list[str]:
+def quality(rerun_dir: Path) -> list[str]:
     shipped, s_reason, s_c, s_b = run_of(
         SHIPPED_FIT, SHIPPED_RATIONALES, ROOT / "autotool/default_policy/manifest.json"
     )
-    rerun, r_reason, r_c, r_b = run_of(*(HERE / "rerun" / f for f in RERUN_FILES))
+    rerun, r_reason, r_c, r_b = run_of(*(rerun_dir / f for f in RERUN_FILES))
     lines = [
         "| catalog (requests) | measure | shipped | rerun | rerun minus shipped |",
         "|---|---|---:|---:|---|",
@@ -86,5 +88,6 @@ def weights(rerun_root: Path) -> list[str]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rerun-root", type=Path, help="The clone run.sh trained in, to compare the weights.")
+    parser.add_argument("--rerun", type=Path, default=HERE / "rerun", help="The rerun's fit outputs (RERUN_FILES).")
     args = parser.parse_args()
-    print("\n".join(quality() + (weights(args.rerun_root) if args.rerun_root else [])))
+    print("\n".join(quality(args.rerun) + (weights(args.rerun_root) if args.rerun_root else [])))
