@@ -32,7 +32,7 @@ import numpy as np
 from autotool.benchmarks import TRAINING_CATALOGS, load_benchmark, load_split, training_record
 from autotool.selection import words
 from training.cli import CommandError, doc_help, run
-from training.ship import commit
+from training.ship import provenance
 
 ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of the BERT blocks
 DEFAULT_CATALOGS = ",".join(f"{name}:train" for name in TRAINING_CATALOGS)
@@ -291,7 +291,7 @@ def main(
         "train_loss": result.training_loss,
         "wall_s": round(wall, 1),
         "examples_per_s": round(len(rows) * epochs / wall, 2),
-        "commit": commit(),
+        **provenance(),
     }
     for folder in (out, adapter):  # the adapter folder carries its provenance wherever it is copied
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -40,7 +40,7 @@ from toolbank import ToolBank, atomic_write
 from toolbank.embed import EmbedderError, load_embedder
 from training.cli import CommandError, doc_help, run
 from training.fit_rerank import catalog
-from training.ship import commit
+from training.ship import provenance
 
 GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -170,7 +170,7 @@ def main(policy_path, bench, embedder, out, write):
             "rerank_weight": None if rerank is None else rerank.weight,
             "hit@1": means[b],
             "grid": list(GRID),
-            "commit": commit(),
+            **provenance(),
         }
         atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
         click.echo(f"wrote b = {b:g} into {policy_path / 'anchor_head.safetensors'}", err=True)

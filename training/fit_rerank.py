@@ -40,7 +40,7 @@ from autotool.selection import StepInput
 from toolbank import atomic_write
 from toolbank.embed import EmbedderError, load_embedder
 from training.cli import CommandError, doc_help, run
-from training.ship import commit
+from training.ship import provenance
 
 GRID = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0)
 
@@ -192,7 +192,7 @@ def main(policy_path, bench, reranker_spec, embedder, top, mode, out, write):
                 "hit@1": grid[weight],
                 "hit@1_without": grid[0.0],
                 "grid": list(GRID),
-                "commit": commit(),
+                **provenance(),
             },
         }
         atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")

@@ -28,7 +28,7 @@ import click
 
 from training.cli import CommandError, doc_help, run
 from training.embedder import ADAPTER_MODULES, catalog_triples, parse_catalogs, save_adapter, triples_dataset
-from training.ship import commit
+from training.ship import provenance
 
 # Seal-Tools keeps its split's val and unseen tools for within-catalog figures
 DEFAULT_CATALOGS = "metatool:all,bfcl:all,seal_tools:train"
@@ -127,7 +127,7 @@ def main(out, catalogs, per_catalog, negatives, lexical_negatives, epochs, batch
         "train_loss": result.training_loss,
         "wall_s": round(wall, 1),
         "rows_per_s": round(len(rows) * epochs / wall, 2),
-        "commit": commit(),
+        **provenance(),
     }
     for where in (out, folder):  # the reranker folder carries its provenance wherever it is copied
         (where / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

@@ -3,9 +3,9 @@
     python -m training.ship runs/default-seal_tools/policy-sft autotool/default_policy \\
         --command "make train-default" --data "metatool train, then seal_tools train"
 
-The manifest gains `shipped`: the data, the command, the commit, the date, and the chain of runs that led to
-the policy (each run's stage, benchmark, split seed and config, following `config.init` back to the start),
-and `trained_on` lists every catalog and split of that chain ([{catalog, split, seed}, ...]).
+The manifest gains `shipped`: the data, the command, the commit (and the tracked files that differed from it),
+the date, and the chain of runs that led to the policy (each run's stage, benchmark, split seed and config,
+following `config.init` back to the start), and `trained_on` lists every catalog and split of that chain ([{catalog, split, seed}, ...]).
 
 With `--unless-worse-on-val` the policy replaces the one at DEST only if its calibrated val hit@1 (the mean
 over the benchmarks `python -m training.calibrate --write` fitted it on) is at least DEST's, on the same val
@@ -86,15 +86,19 @@ def worse_on_val(candidate: Path, manifest: dict, dest: Path) -> str | None:
     return None if new >= old else f"val hit@1 {new:.4f} (mean over {new_steps['benchmarks']}) < {old:.4f}"
 
 
-def commit() -> str:
+def provenance() -> dict:
+    """The commit the working tree is at: {"commit": sha}, or, where tracked files differ from it (a recipe
+    rewrites its own records and shipped models as it goes), {"commit": "sha-dirty", "uncommitted": [paths]},
+    so a reader can tell a changed record from changed code. Untracked files are not counted."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-        ).stdout.strip()
-        return out + ("-dirty" if dirty else "")
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        return {"commit": "unknown"}
+    changed = sorted(line[3:].split(" -> ")[-1] for line in status.splitlines() if line.strip())
+    return {"commit": f"{sha}-dirty", "uncommitted": changed} if changed else {"commit": sha}
 
 
 @click.command(
@@ -125,7 +129,7 @@ def cli(policy: Path, dest: Path, command: str, data: str, unless_worse_on_val: 
     manifest["shipped"] = {
         "data": data,
         "command": command,
-        "commit": commit(),
+        **provenance(),
         "date": datetime.date.today().isoformat(),
         "lineage": lineage(policy),
     }

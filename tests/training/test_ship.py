@@ -81,3 +81,33 @@ def test_unless_worse_on_val_keeps_the_shipped_policy_when_the_candidate_scores_
     not_calibrated.save(tmp_path / "raw")
     assert ship(tmp_path / "raw") == 2
     assert json.loads((dest / "manifest.json").read_text())["calibrated"]["val_hit@1"] == {"a": 0.7, "b": 0.5}
+
+
+def test_provenance_names_the_tracked_files_that_differ_from_the_commit(tmp_path, monkeypatch):
+    import subprocess
+
+    from training.ship import provenance
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True)
+
+    git("init", "-q")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "record.md").write_text("old\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "start")
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    monkeypatch.chdir(tmp_path)
+
+    (tmp_path / "scratch.log").write_text("untracked files do not count\n")
+    assert provenance() == {"commit": sha}
+    (tmp_path / "record.md").write_text("new\n")
+    assert provenance() == {"commit": f"{sha}-dirty", "uncommitted": ["record.md"]}
+
+
+def test_provenance_outside_a_repository_says_unknown(tmp_path, monkeypatch):
+    from training.ship import provenance
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    assert provenance() == {"commit": "unknown"}
