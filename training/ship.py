@@ -5,7 +5,8 @@
 
 The manifest gains `shipped`: the data, the command, the commit (and the tracked files that differed from it),
 the date, and the chain of runs that led to the policy (each run's stage, benchmark, split seed and config,
-following `config.init` back to the start), and `trained_on` lists every catalog and split of that chain ([{catalog, split, seed}, ...]).
+following `config.init` back to the start), and `trained_on` lists every catalog and split of that chain
+([{catalog, split, seed}, ...]).
 
 With `--unless-worse-on-val` the policy replaces the one at DEST only if its calibrated val hit@1 (the mean
 over the benchmarks `python -m training.calibrate --write` fitted it on) is at least DEST's, on the same val
