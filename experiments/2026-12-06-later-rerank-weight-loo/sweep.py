@@ -21,7 +21,6 @@ import importlib.util
 import json
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import click
@@ -51,17 +50,13 @@ def curve(spec: str, folder: Path) -> dict:
     later ones."""
     bench, queries = catalog_queries(spec)
     steps = [s for q in queries for s in steps_of(q)]
-    seen, index = Counter(), []
-    for s in steps:
-        index.append(seen[s.query.id])
-        seen[s.query.id] += 1
     stock, bank = benchmark_bank(bench, "stock"), benchmark_bank(bench, EMBEDDER)
     golds = [s.gold for s in steps]
     bm25 = judge.searched(stock, [step_input(stock, s) for s in steps], golds, "bm25")
     policy = judge.policy_for(folder, bank)
     items = [step_input(bank, s) for s in steps]
-    first = [i for i, n in enumerate(index) if n == 0]
-    later = [i for i, n in enumerate(index) if n > 0]
+    first = [i for i, s in enumerate(steps) if s.index == 0]
+    later = [i for i, s in enumerate(steps) if s.index > 0]
     fast = {"first": judge.selected(policy, bank, [items[i] for i in first], [golds[i] for i in first], "fast", 32)}
     for weight in GRID:
         policy.info["rerank"]["weight"] = weight

@@ -25,7 +25,6 @@ import importlib.util
 import json
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import click
@@ -62,12 +61,7 @@ def curve(spec: str) -> dict:
     for later in GRID:
         policy._saved_values = dataclasses.replace(head, lexical=LEXICAL, lexical_later=later)
         hits[f"l_later={later:g}"] = judge.selected(policy, bank, items, golds, "fast:norerank", 32)
-    seen = Counter()
-    index = []
-    for s in steps:
-        index.append(seen[s.query.id])
-        seen[s.query.id] += 1
-    return {"ids": [s.query.id for s in steps], "step_index": index, "per_item": hits}
+    return {"ids": [s.query.id for s in steps], "step_index": [s.index for s in steps], "per_item": hits}
 
 
 def mean(values: list[float]) -> float:
