@@ -7,8 +7,8 @@
 # 3. The leave-out-Seal-Tools models (../2026-12-04-loo-metatool-rerank-refit/refit.sh with L_LATER=0.1: the
 #    reranker on MetaTool and BFCL, about 37 min unless $RUNS/loo-rerank-no-seal-full holds it; c fitted on API-Bank
 #    and ToolAlpaca; judged per request on 300 Seal-Tools requests), then served.py with joint.py's alpha
-#    (about 10 min) and per_request.py (about 3 min).
-# Run from anywhere: sh experiments/2026-12-06-dense-explain-away/run.sh (about 35 min on 2 cores, alone, with the
+#    (about 10 min), per_request.py (about 3 min) and check.py (about 12 min).
+# Run from anywhere: sh experiments/2026-12-06-dense-explain-away/run.sh (about 50 min on 2 cores, alone, with the
 # reranker already built).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -30,4 +30,6 @@ echo "$(stamp) served, alpha = $ALPHA"
 $PY $X/served.py --policy $RUNS/refit-policy --alpha $ALPHA --out $X/served
 echo "$(stamp) per request"
 $PY $X/per_request.py --policy $RUNS/refit-policy --out $X/per-request
+echo "$(stamp) checks"
+$PY $X/check.py --policy $RUNS/refit-policy --out $X/check
 echo "$(stamp) done"
