@@ -8,7 +8,8 @@
 #    reranker on MetaTool and BFCL, about 37 min unless $RUNS/loo-rerank-no-seal-full holds it; c fitted on API-Bank
 #    and ToolAlpaca; judged per request on 300 Seal-Tools requests), then served.py with joint.py's alpha
 #    (about 10 min), per_request.py (about 3 min) and check.py (about 12 min).
-# Run from anywhere: sh experiments/2026-12-06-dense-explain-away/run.sh (about 50 min on 2 cores, alone, with the
+# 4. shipped_grid.py: the shipped policy with (l_later, alpha) over a grid, nothing fitted (about 4 min).
+# Run from anywhere: sh experiments/2026-12-06-dense-explain-away/run.sh (about 55 min on 2 cores, alone, with the
 # reranker already built).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -32,4 +33,6 @@ echo "$(stamp) per request"
 $PY $X/per_request.py --policy $RUNS/refit-policy --out $X/per-request
 echo "$(stamp) checks"
 $PY $X/check.py --policy $RUNS/refit-policy --out $X/check
+echo "$(stamp) the shipped head's later-step map"
+$PY $X/shipped_grid.py --out $X/shipped-grid
 echo "$(stamp) done"
