@@ -57,6 +57,8 @@ class AnchorHead(nn.Module):
         # The lexical prior's weights (fitted, not trained): l at a first step, l_later after earlier calls.
         self.register_buffer("lexical", torch.tensor(0.0))
         self.register_buffer("lexical_later", torch.tensor(0.0))
+        # The share of the called tools' directions taken out of a later step's anchor (set, not trained).
+        self.register_buffer("explain", torch.tensor(0.0))
 
     @classmethod
     def from_state(cls, state: Mapping[str, np.ndarray], anchor: str) -> AnchorHead:
@@ -143,6 +145,14 @@ class ToolTable:
         queries = [lexical_query(step, text_of) for step in steps]
         return torch.from_numpy(np.stack([normalised_bm25(self._bm25.scores(q)) for q in queries]))
 
+    def explaining(self, steps: Sequence[StepInput]) -> torch.Tensor:
+        """(n, n_tools) bool: the distinct called tools whose directions each step's anchor is rid of
+        (`StepInput.explaining`; none at a first step)."""
+        out = torch.zeros(len(steps), len(self.tools), dtype=torch.bool)
+        for row, step in enumerate(steps):
+            out[row, [self.index[name] for name in step.explaining if name in self.index]] = True
+        return out
+
     def excluded(self, steps: Sequence[StepInput]) -> torch.Tensor:
         """(n, n_tools) bool: the tools each step may not choose again."""
         out = torch.zeros(len(steps), len(self.tools), dtype=torch.bool)
@@ -154,9 +164,22 @@ class ToolTable:
         return len(self.tools)
 
 
+def explained(explain, anchors: torch.Tensor, tools: torch.Tensor, explaining: torch.Tensor) -> torch.Tensor:
+    """`autotool.selection.explained_anchors` in PyTorch: each row of `anchors` with `explain` of the directions of
+    the tools (rows of `tools`) that `explaining` (n, n_tools) marks taken out, then scaled to unit length; rows
+    that mark none, or `explain` 0, as they are."""
+    if not float(explain):
+        return anchors
+    marked = explaining.to(anchors.device)
+    projection = ((anchors @ tools.T) * marked.to(anchors.dtype)) @ tools
+    out = nn.functional.normalize(anchors - explain * projection, dim=-1)
+    return torch.where(marked.any(dim=1, keepdim=True), out, anchors)
+
+
 def table_logits(head: AnchorHead, table: ToolTable, anchors: torch.Tensor, steps: Sequence[StepInput]) -> torch.Tensor:
     """(batch, n_tools) logits of `p(t | e')` over every tool of `table` (with gradients through `anchors` and
     the head); excluded tools at -inf."""
+    anchors = explained(head.explain, anchors, table.vectors.to(anchors.device), table.explaining(steps))
     lexical = table.lexical(steps) if head.uses_lexical else None
     later = torch.tensor([s.later for s in steps], device=anchors.device)
     logits = head.logits(anchors, table.vectors.to(anchors.device), lexical, later)

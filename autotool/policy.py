@@ -15,9 +15,10 @@ A saved policy is a folder:
 ```
 policy/  manifest.json {format_version, backbone, embedder, dim, anchor, ...}  adapter/  anchor_head.safetensors
 ```
-Format versions: 2 (this one) always stores `lexical` and `lexical_later` in the head; a version 1 head may
-lack them: without `lexical` the prior is 0, without `lexical_later` it takes `lexical` (one weight for every
-step), as the policy was trained and calibrated.
+Format versions: 3 (this one) always stores `lexical`, `lexical_later` and `explain` in the head. A version 2
+head lacks `explain` (0: later steps' anchors as they are). A version 1 head may lack the lexical weights too:
+without `lexical` the prior is 0, without `lexical_later` it takes `lexical` (one weight for every step), as the
+policy was trained and calibrated.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ if TYPE_CHECKING:
     from autotool.grammar import ArgumentGrammar
     from autotool.head import AnchorHead
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 
 
@@ -302,6 +303,8 @@ class Policy:
         if version == 1:  # heads from before the lexical prior (none), or before l_later (one weight for every step)
             state.setdefault("lexical", np.array(0.0, dtype=np.float32))
             state.setdefault("lexical_later", state["lexical"])
+        if version in (1, 2):  # heads from before the explained anchor
+            state.setdefault("explain", np.array(0.0, dtype=np.float32))
         missing = sorted(set(HEAD_KEYS) - set(state))
         if missing:
             raise PolicyError(

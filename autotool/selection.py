@@ -6,7 +6,10 @@ a tool table) in; candidates and their probabilities out.
 tool k over the best one's (in [0, 1]) and `l` the head's lexical weight (`l_later` at a step after earlier
 calls; both 0 unless calibrated). At a step after earlier calls, BM25 reads only the request's words that the
 called tools' texts do not contain (`lexical_query`): the words that named those calls are explained, and they
-no longer pull up the tools that share them. Tools that earlier steps of the task called are not candidates.
+no longer pull up the tools that share them. The anchor can be explained the same way: with the head's `explain`
+weight x (0 unless set), a later step's anchor is `unit(e' - x sum_c (e'.e_c) e_c)` over the distinct called
+tools' vectors e_c (`explained_anchors`), so it no longer points at what was called. Tools that earlier steps of
+the task called are not candidates.
 
 Served (`top_k` set, the default 64): the candidates are the `top_k` tools by `e'.e_k` and, when the head
 has a lexical prior, the `top_k` by BM25; the softmax runs over them, and a candidate outside the BM25 top-K
@@ -33,7 +36,7 @@ from toolbank import Tool, ToolBank
 
 DEFAULT_TOP_K = 64
 ANCHORS = ("residual", "pure")
-HEAD_KEYS = ("W.weight", "a", "b", "log_g", "lexical", "lexical_later")  # anchor_head.safetensors
+HEAD_KEYS = ("W.weight", "a", "b", "log_g", "lexical", "lexical_later", "explain")  # anchor_head.safetensors
 
 
 @dataclass
@@ -55,6 +58,12 @@ class StepInput:
     @property
     def called_tools(self) -> tuple[str, ...]:
         return self.exclude if self.called is None else self.called
+
+    @property
+    def explaining(self) -> tuple[str, ...]:
+        """The distinct tools whose directions `explained_anchors` takes out of this step's anchor (none at a
+        first step)."""
+        return tuple(dict.fromkeys(self.called_tools)) if self.later else ()
 
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, any script
@@ -91,7 +100,8 @@ def unit(x: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class HeadValues:
     """The anchor head's values, as choosing reads them: `e' = normalize(W h + a q + b r)` (the pure anchor has
-    a = b = 0) and the logits `2 g (e'.e_k + l bm25_k)`, with `l_later` at a step after earlier calls.
+    a = b = 0) and the logits `2 g (e'.e_k + l bm25_k)`, with `l_later` at a step after earlier calls, where
+    `explain` of the called tools' directions is first taken out of e' (`explained_anchors`).
     `autotool.head.AnchorHead` holds the same values as parameters, for training."""
 
     anchor: str
@@ -101,6 +111,7 @@ class HeadValues:
     g: float
     lexical: float = 0.0
     lexical_later: float = 0.0
+    explain: float = 0.0
 
     @classmethod
     def from_state(cls, state: Mapping[str, np.ndarray], anchor: str) -> HeadValues:
@@ -113,6 +124,7 @@ class HeadValues:
             math.exp(float(state["log_g"])),
             float(state["lexical"]),
             float(state["lexical_later"]),
+            float(state["explain"]),
         )
 
     @property
@@ -153,6 +165,30 @@ def embedded(embedder, texts: Sequence[str]) -> np.ndarray:
     return out
 
 
+def explained_anchors(
+    explain: float, anchors: np.ndarray, steps: Sequence[StepInput], vectors_of: Callable[[list[str]], np.ndarray]
+) -> np.ndarray:
+    """Each later step's unit anchor (rows of `anchors`) with `explain` of each called tool's direction taken out:
+    `unit(a - explain sum_c (a.e_c) e_c)` over the step's distinct called tools (`StepInput.explaining`), whose
+    unit vectors `vectors_of(names)` gives (a tool no longer there is skipped by it). `explain` 0 or a first step:
+    the anchor as it is."""
+    anchors = np.asarray(anchors, dtype=np.float32)
+    if not explain:
+        return anchors
+    out = anchors.copy()
+    for row, step in enumerate(steps):
+        vectors = vectors_of(list(step.explaining)) if step.explaining else None
+        if vectors is not None and len(vectors):
+            out[row] = unit(anchors[row] - np.float32(explain) * (vectors.T @ (vectors @ anchors[row])))
+    return out
+
+
+def _stored_vectors(bank: ToolBank, names: list[str]) -> np.ndarray:
+    """(n, dim) stored vectors of the named tools still in `bank` (none: an empty array)."""
+    present = [n for n in names if n in bank]
+    return bank.vectors(present) if present else np.zeros((0, bank.dim), dtype=np.float32)
+
+
 def normalised_bm25(scores: np.ndarray) -> np.ndarray:
     """BM25 scores over the best one's (0..1); all zeros when no tool matches."""
     best = float(scores.max()) if len(scores) else 0.0
@@ -178,7 +214,15 @@ def candidates(
     if not isinstance(tools, ToolBank):
         if namespace is not None or tags:
             raise ValueError("a ToolTable has no namespaces or tags; filter its tools instead")
+        table_vectors = tools.vectors.cpu().numpy()
+        anchors = explained_anchors(
+            head.explain,
+            anchors,
+            steps,
+            lambda names: table_vectors[[tools.index[n] for n in names if n in tools.index]],
+        )
         return _table_candidates(head, tools, anchors, steps, top_k)
+    anchors = explained_anchors(head.explain, anchors, steps, lambda names: _stored_vectors(tools, names))
     return [
         _bank_candidates(head, tools, anchor, step, top_k, namespace, tuple(tags))
         for anchor, step in zip(anchors, steps)

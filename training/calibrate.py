@@ -42,7 +42,7 @@ from autotool.benchmarks import (
     step_input,
     steps_of,
 )
-from autotool.head import ToolTable, tool_scores
+from autotool.head import ToolTable, explained, tool_scores
 from autotool.policy import Policy, PolicyError, embed
 from autotool.prompts import TokenBudget
 from autotool.rollout import hidden_at_anchor, prompt_ids, think
@@ -70,6 +70,8 @@ class ValSteps:
     gold: torch.Tensor  # (n,) index of the gold tool in `table`
     later: torch.Tensor  # (n,) bool: the step follows earlier calls
     excluded: torch.Tensor  # (n, n_tools) bool: tools earlier steps called, not to be chosen again
+    explaining: torch.Tensor | None = None  # (n, n_tools) bool: the called tools a later step's anchor is rid of
+    explain: float = 0.0  # the head's `explain`: how much of their directions (autotool.head.explained)
 
     @property
     def first(self) -> torch.Tensor:
@@ -115,14 +117,19 @@ def write_rationales(policy: Policy, bench_name: str, limit: int, batch_size: in
         torch.tensor([table.index[s.gold] for s in steps]),
         torch.tensor([s.index > 0 for s in steps]),
         table.excluded(inputs),
+        table.explaining(inputs),
+        float(policy.head.explain),
     )
 
 
 def scores(val: ValSteps, a: float, b: float, lexical: float = 0.0, lexical_later: float | None = None) -> torch.Tensor:
-    """(n, n_tools) `e'.e_k + l bm25_k`: cosine of each step's anchor `normalize(a q + W h + b r)` with every
-    tool, plus the lexical prior (weighed by `lexical_later` at later steps; default `lexical`); tools that
-    earlier steps called at -inf."""
+    """(n, n_tools) `e'.e_k + l bm25_k`: cosine of each step's anchor `normalize(a q + W h + b r)` (at a later
+    step rid of the head's `explain` of the called tools' directions, as served) with every tool, plus the lexical
+    prior (weighed by `lexical_later` at later steps; default `lexical`); tools that earlier steps called at
+    -inf."""
     anchor = torch.nn.functional.normalize(a * val.query + val.hidden_term + b * val.rationale, dim=-1)
+    if val.explaining is not None:
+        anchor = explained(val.explain, anchor, val.table.vectors, val.explaining)
     return tool_scores(
         anchor @ val.table.vectors.T,
         val.lexical,

@@ -9,7 +9,8 @@
 #    and ToolAlpaca; judged per request on 300 Seal-Tools requests), then served.py with joint.py's alpha
 #    (about 10 min), per_request.py (about 3 min) and check.py (about 12 min).
 # 4. shipped_grid.py: the shipped policy with (l_later, alpha) over a grid, nothing fitted (about 4 min).
-# Run from anywhere: sh experiments/2026-12-06-dense-explain-away/run.sh (about 55 min on 2 cores, alone, with the
+# 5. The product: refit.sh with ALPHA (the head's explain) and product_check.py, unwrapped (about 9 min).
+# Run from anywhere: sh experiments/2026-12-06-dense-explain-away/run.sh (about 65 min on 2 cores, alone, with the
 # reranker already built).
 set -eu
 cd "$(dirname "$0")/../.."
@@ -35,4 +36,9 @@ echo "$(stamp) checks"
 $PY $X/check.py --policy $RUNS/refit-policy --out $X/check
 echo "$(stamp) the shipped head's later-step map"
 $PY $X/shipped_grid.py --out $X/shipped-grid
+echo "$(stamp) the product: a head with explain = $ALPHA"
+mkdir -p $X/product
+ALPHA=$ALPHA L_LATER=0.1 sh experiments/2026-12-04-loo-metatool-rerank-refit/refit.sh $X/product tools \
+    metatool:all,bfcl:all $RUNS/loo-rerank-no-seal-full 8.9212 seal_tools:all:300 metatool-on-seal_tools
+$PY $X/product_check.py --policy $RUNS/refit-policy --out $X/product
 echo "$(stamp) done"

@@ -116,6 +116,12 @@ def test_format_1_heads_load_without_the_lexical_prior_and_a_damaged_head_is_an_
     policy.save(tmp_path / "policy")
     head_file, manifest_file = tmp_path / "policy" / "anchor_head.safetensors", tmp_path / "policy" / "manifest.json"
     state = load_file(head_file)
+    del state["explain"]
+    save_file(state, head_file)
+    with pytest.raises(PolicyError, match="anchor_head.safetensors.*explain"):  # version 3 has every value
+        Policy.load(tmp_path / "policy", bank)
+    manifest_file.write_text(json.dumps(json.loads(manifest_file.read_text()) | {"format_version": 2}))
+    assert Policy.load(tmp_path / "policy", bank).head.explain.item() == 0.0  # version 2: before the explained anchor
     del state["lexical_later"]
     save_file(state, head_file)
     with pytest.raises(PolicyError, match="anchor_head.safetensors.*lexical_later"):  # version 2 has both weights
@@ -211,9 +217,10 @@ def test_save_load_round_trip(bank, policy, tmp_path):
     torch.nn.init.normal_(policy.head.W.weight, std=0.1)
     policy.head.b.data.fill_(0.3)
     policy.head.lexical.fill_(0.2)
+    policy.head.explain.fill_(0.5)
     policy.save(tmp_path / "policy")
     manifest = json.loads((tmp_path / "policy" / "manifest.json").read_text())
-    assert manifest["embedder"] == "hash:64" and manifest["dim"] == 64 and manifest["format_version"] == 2
+    assert manifest["embedder"] == "hash:64" and manifest["dim"] == 64 and manifest["format_version"] == 3
     assert not list((tmp_path / "policy").rglob("*.bin")) and not list((tmp_path / "policy").rglob("*.pt"))
     loaded = Policy.load(tmp_path / "policy", bank)
     text = "<|im_start|>user\nweather<|im_end|>\n<think>x</think><tool_anchor>"
@@ -226,6 +233,7 @@ def test_save_load_round_trip(bank, policy, tmp_path):
     )
     assert loaded.head_values.uses_hidden and loaded.head_values.lexical == pytest.approx(0.2) and loaded.trained
     assert loaded.head.uses_hidden and loaded.head.lexical.item() == pytest.approx(0.2)
+    assert loaded.head.explain.item() == loaded.head_values.explain == pytest.approx(0.5)
 
 
 def test_frozen_policy_keeps_adapters_merged_and_reuses_the_system_prompt_cache(bank, policy, tmp_path):

@@ -12,7 +12,7 @@ from helpers import ASSETS
 from autotool import Policy, select_tool
 from autotool.benchmarks import Benchmark, Query, step_input, steps_of
 from autotool.head import ToolTable
-from autotool.selection import StepInput, candidates, lexical_query
+from autotool.selection import StepInput, candidates, explained_anchors, lexical_query, unit
 from eval.methods import METHODS, EvalContext
 from toolbank import HashEmbedder, Tool, ToolBank
 
@@ -47,8 +47,9 @@ def bank(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def policy(bank):
-    """A tiny policy whose every anchor term is in use: the hidden state (W != 0), the rationale (b) and the
-    lexical prior at first and later steps (so candidates come from the dense and the BM25 top-K)."""
+    """A tiny policy whose every anchor term is in use: the hidden state (W != 0), the rationale (b), the
+    lexical prior at first and later steps (so candidates come from the dense and the BM25 top-K) and the
+    explained anchor at later steps."""
     torch.manual_seed(0)
     policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
     with torch.no_grad():
@@ -56,6 +57,7 @@ def policy(bank):
         policy.head.b.fill_(0.5)
         policy.head.lexical.fill_(0.4)
         policy.head.lexical_later.fill_(0.8)
+        policy.head.explain.fill_(0.7)
     return policy
 
 
@@ -127,13 +129,34 @@ def test_without_top_k_the_distribution_is_the_one_training_differentiates(bank,
     from autotool.head import table_logits
 
     table = ToolTable.from_bank(bank)
-    steps = [step_input(bank, s) for s in steps_of(Query("x", QUERIES[1], ("tool_000",), None))]
-    anchors = policy.anchors(bank.embedder, [s.query for s in steps], [""])
+    steps = [step_input(bank, s) for s in steps_of(Query("x", QUERIES[1], ("tool_000", "tool_001"), None))]
+    assert not steps[0].later and steps[1].later  # the second step's anchor is explained
+    anchors = policy.anchors(bank.embedder, [s.query for s in steps], ["", ""])
     with torch.no_grad():
-        probs = torch.softmax(table_logits(policy.head, table, torch.from_numpy(anchors), steps), dim=-1)[0]
-    ranked = candidates(policy.head_values, table, anchors, steps, top_k=None)[0]
-    assert len(ranked) == len(table)
-    assert [c.probability for c in ranked] == pytest.approx([float(probs[table.index[c.tool.name]]) for c in ranked])
+        probs = torch.softmax(table_logits(policy.head, table, torch.from_numpy(anchors), steps), dim=-1)
+    for row, ranked in enumerate(candidates(policy.head_values, table, anchors, steps, top_k=None)):
+        assert len(ranked) == len(table) - row  # the second step may not choose tool_000 again
+        expected = [float(probs[row, table.index[c.tool.name]]) for c in ranked]
+        assert [c.probability for c in ranked] == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_later_steps_anchor_is_rid_of_the_called_tools_directions():
+    rng = np.random.default_rng(0)
+    vectors = {name: unit(rng.normal(size=8).astype(np.float32)) for name in ("a", "b")}
+
+    def vectors_of(names):
+        return np.array([vectors[n] for n in names if n in vectors], dtype=np.float32).reshape(-1, 8)
+
+    anchor = unit(vectors["a"] + 0.5 * rng.normal(size=8).astype(np.float32))
+    first, later = StepInput("q"), StepInput("q", ("a(...)",), ("a",))
+    twice, gone = StepInput("q", ("a(...)", "a(...)"), ("a", "a")), StepInput("q", ("x(...)",), ("x",))
+    out = explained_anchors(1.0, np.stack([anchor] * 4), [first, later, twice, gone], vectors_of)
+    np.testing.assert_allclose(out[[0, 3]], [anchor, anchor])  # a first step, and a tool no longer there
+    assert abs(float(out[1] @ vectors["a"])) < 1e-6 and np.linalg.norm(out[1]) == pytest.approx(1.0)
+    np.testing.assert_allclose(out[2], out[1], atol=1e-6)  # a tool called twice is taken out once
+    half = explained_anchors(0.5, anchor[None], [later], vectors_of)[0]
+    assert 0 < float(half @ vectors["a"]) < float(anchor @ vectors["a"])
+    np.testing.assert_array_equal(explained_anchors(0.0, anchor[None], [later], vectors_of), anchor[None])
 
 
 def test_choosing_reads_the_values_training_differentiates(bank, policy):
