@@ -135,3 +135,25 @@ def test_a_step_whose_gold_an_earlier_step_called_leaves_the_sharpness_fit_finit
     assert torch.isfinite(torch.tensor(calibrate.nll(val, 1.0, 1.0, 2.0)))
     _, _, _, g, _ = fit([val], a=1.0)
     assert g > min(calibrate.G_GRID)
+
+
+def test_scores_read_the_heads_explained_anchor_as_serving_does():
+    torch.manual_seed(0)
+    vectors = torch.nn.functional.normalize(torch.randn(5, 8), dim=-1)
+    query = torch.nn.functional.normalize(torch.randn(2, 8), dim=-1)
+    called = torch.zeros(2, 5, dtype=torch.bool)
+    called[1, 0] = True  # the second step follows a call of tool 0
+    table = ToolTable.__new__(ToolTable)
+    table.vectors = vectors
+    zeros = torch.zeros(2, 8)
+    val = ValSteps(
+        "synthetic", table, [], [], query, zeros, zeros, torch.zeros(2, 5), torch.tensor([1, 2]),
+        torch.tensor([False, True]), called, called, 0.7,
+    )  # fmt: skip
+    scores = calibrate.scores(val, a=1.0, b=0.0)
+    q, e = query[1].numpy(), vectors[0].numpy()
+    anchor = q - 0.7 * (q @ e) * e  # written out: the step's anchor rid of 0.7 of tool 0's direction
+    anchor /= (anchor**2).sum() ** 0.5
+    torch.testing.assert_close(scores[1, 1:], torch.from_numpy(anchor) @ vectors[1:].T)
+    assert scores[1, 0] == -float("inf")
+    torch.testing.assert_close(scores[0], query[0] @ vectors.T)  # a first step is as it was
