@@ -179,7 +179,8 @@ def explained(explain, anchors: torch.Tensor, tools: torch.Tensor, explaining: t
 def table_logits(head: AnchorHead, table: ToolTable, anchors: torch.Tensor, steps: Sequence[StepInput]) -> torch.Tensor:
     """(batch, n_tools) logits of `p(t | e')` over every tool of `table` (with gradients through `anchors` and
     the head); excluded tools at -inf."""
-    anchors = explained(head.explain, anchors, table.vectors.to(anchors.device), table.explaining(steps))
+    if float(head.explain):
+        anchors = explained(head.explain, anchors, table.vectors.to(anchors.device), table.explaining(steps))
     lexical = table.lexical(steps) if head.uses_lexical else None
     later = torch.tensor([s.later for s in steps], device=anchors.device)
     logits = head.logits(anchors, table.vectors.to(anchors.device), lexical, later)

@@ -214,12 +214,11 @@ def candidates(
     if not isinstance(tools, ToolBank):
         if namespace is not None or tags:
             raise ValueError("a ToolTable has no namespaces or tags; filter its tools instead")
-        table_vectors = tools.vectors.cpu().numpy()
         anchors = explained_anchors(
             head.explain,
             anchors,
             steps,
-            lambda names: table_vectors[[tools.index[n] for n in names if n in tools.index]],
+            lambda names: tools.vectors.cpu().numpy()[[tools.index[n] for n in names if n in tools.index]],
         )
         return _table_candidates(head, tools, anchors, steps, top_k)
     anchors = explained_anchors(head.explain, anchors, steps, lambda names: _stored_vectors(tools, names))
@@ -239,9 +238,9 @@ def shortlisted(
     tags: Sequence[str] = (),
 ) -> list[StepInput]:
     """`steps` with their shortlists: the lines of each step's `n` best tools in fast mode (the anchor E(query),
-    with the head's lexical prior; `queries` are the requests' embeddings), best first, which a policy with a
-    shortlist reads before it writes its rationale. `tools`, `namespace` and `tags` as in `candidates`; `n` 0
-    gives the steps as they are."""
+    explained at a later step, with the head's lexical prior; `queries` are the requests' embeddings), best first,
+    which a policy with a shortlist reads before it writes its rationale. `tools`, `namespace` and `tags` as in
+    `candidates`; `n` 0 gives the steps as they are."""
     if n <= 0:
         return list(steps)
     ranked = candidates(
