@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 import torch
 from helpers import ASSETS, write_bench
 
@@ -89,7 +90,10 @@ def test_cli_writes_b_and_g_into_the_policy(tmp_path):
     bench = write_bench(tmp_path / "tiny")
     bank = benchmark_bank(load_benchmark(bench), "hash:64", root=tmp_path / "banks")
     policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    policy.head.explain.fill_(0.4)  # calibration scores with it and leaves it as it is
     policy.save(tmp_path / "policy")
+    val = calibrate.write_rationales(policy, str(bench), limit=0)
+    assert val.explain == pytest.approx(0.4)  # the tiny val has no later step: scores() is tested apart
     out = tmp_path / "calibration"
     assert (
         calibrate.main([str(tmp_path / "policy"), "--bench", str(bench), "--limit", "0", "--out", str(out), "--write"])
@@ -106,6 +110,7 @@ def test_cli_writes_b_and_g_into_the_policy(tmp_path):
     assert "| 0.5" in (out / "results.md").read_text()  # one row per b of the grid
     assert record["lexical"] in calibrate.L_GRID and loaded.head.lexical.item() == record["lexical"]
     assert loaded.head.lexical_later.item() == record["lexical_later"]
+    assert loaded.head.explain.item() == pytest.approx(0.4)
     assert calibrate.main([str(tmp_path / "nothing")]) == 2
 
 
