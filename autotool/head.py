@@ -148,16 +148,17 @@ class ToolTable:
     def explaining(self, steps: Sequence[StepInput]) -> torch.Tensor:
         """(n, n_tools) bool: the distinct called tools whose directions each step's anchor is rid of
         (`StepInput.explaining`; none at a first step)."""
-        out = torch.zeros(len(steps), len(self.tools), dtype=torch.bool)
-        for row, step in enumerate(steps):
-            out[row, [self.index[name] for name in step.explaining if name in self.index]] = True
-        return out
+        return self._marked([step.explaining for step in steps])
 
     def excluded(self, steps: Sequence[StepInput]) -> torch.Tensor:
         """(n, n_tools) bool: the tools each step may not choose again."""
-        out = torch.zeros(len(steps), len(self.tools), dtype=torch.bool)
-        for row, step in enumerate(steps):
-            out[row, [self.index[name] for name in step.exclude if name in self.index]] = True
+        return self._marked([step.exclude for step in steps])
+
+    def _marked(self, names_per_row: Sequence[Sequence[str]]) -> torch.Tensor:
+        """(rows, n_tools) bool: each row's named tools that the table holds."""
+        out = torch.zeros(len(names_per_row), len(self.tools), dtype=torch.bool)
+        for row, names in enumerate(names_per_row):
+            out[row, [self.index[name] for name in names if name in self.index]] = True
         return out
 
     def __len__(self) -> int:
