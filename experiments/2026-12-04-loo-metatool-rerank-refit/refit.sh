@@ -8,8 +8,8 @@
 # The policy folder ($RUNS/refit-policy) is the shipped one with l = 0.05, l_later = $L_LATER (default 0.05, as
 # this record ran), explain = $ALPHA (the share of the called tools' directions taken out of a later step's anchor;
 # default 0, as every record before 2026-12-06-dense-explain-away ran), g = G, no reranker, reading EMBEDDER; fast
-# mode loads no language model. c is fitted on
-# API-Bank and ToolAlpaca, then JUDGED is judged per request with and without the reranker.
+# mode loads no language model. c is fitted on API-Bank and ToolAlpaca, then JUDGED is judged per request with
+# and without the reranker.
 set -eu
 cd "$(dirname "$0")/../.."
 X=$1 E=$2 CATALOGS=$3 R=$4 G=$5 JUDGED=$6 JUDGED_OUT=$7

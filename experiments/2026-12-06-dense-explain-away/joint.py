@@ -34,15 +34,7 @@ import click
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT))
 
-from autotool.benchmarks import (  # noqa: E402
-    benchmark_bank,
-    catalog_queries,
-    load_benchmark,
-    load_split,
-    select_queries,
-    step_input,
-    steps_of,
-)
+from autotool.benchmarks import benchmark_bank, catalog_queries, step_input, steps_of  # noqa: E402
 from autotool.metrics import paired_bootstrap  # noqa: E402
 from autotool.select import SHIPPED_POLICY  # noqa: E402
 
@@ -50,20 +42,17 @@ _spec = importlib.util.spec_from_file_location("sweep", Path(__file__).parent / 
 sweep = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sweep)  # wraps the served path's `candidates` with the explained anchor
 judge = sweep.judge
+_spec = importlib.util.spec_from_file_location("new_requests", Path(__file__).parent / "new_requests.py")
+new_requests = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(new_requests)
+new_seal_requests = new_requests.new_seal_requests
 
 LEXICAL = 0.05
 LATER_GRID = (0.1, 0.3, 0.7)
 ALPHA_GRID = (0.0, 0.5, 1.0)
 FIT = ("apibank", "toolalpaca", "bfcl")
-JUDGED = "seal_tools, 904 new requests"
+JUDGED = new_requests.LABEL
 EMBEDDER = "tools"
-
-
-def new_seal_requests():
-    bench = load_benchmark("seal_tools")
-    split = load_split(bench)
-    judged = {q.id for n in (300, 600, 1000) for q in select_queries(bench, split, "all", n)}
-    return bench, select_queries(bench, split, "all", exclude=judged)
 
 
 def curve(bench, queries) -> dict:

@@ -21,30 +21,16 @@ import click
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from autotool.benchmarks import (  # noqa: E402
-    benchmark_bank,
-    catalog_queries,
-    load_benchmark,
-    load_split,
-    select_queries,
-    step_input,
-    steps_of,
-)
+from autotool.benchmarks import benchmark_bank, catalog_queries, step_input, steps_of  # noqa: E402
 from autotool.metrics import paired_bootstrap  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("judge", HERE.parents[1] / "experiments/2026-12-01-three-catalogs/judge.py")
 judge = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(judge)  # not sweep.py: the served path is not wrapped here
-
-NEW = "seal_tools, 904 new requests"
-
-
-def new_seal_requests():
-    """joint.py's: every Seal-Tools request outside the seed-0 samples of 300, 600 and 1,000."""
-    bench = load_benchmark("seal_tools")
-    split = load_split(bench)
-    judged = {q.id for n in (300, 600, 1000) for q in select_queries(bench, split, "all", n)}
-    return bench, select_queries(bench, split, "all", exclude=judged)
+_spec.loader.exec_module(judge)  # not sweep.py (nor joint.py, which loads it): the served path is not wrapped here
+_spec = importlib.util.spec_from_file_location("new_requests", HERE / "new_requests.py")
+new_requests = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(new_requests)
+NEW = new_requests.LABEL
 
 
 @click.command(help=__doc__)
@@ -55,7 +41,7 @@ def main(policy_folder: Path, out: Path) -> None:
     wrapped = json.loads((HERE / "served" / "results.json").read_text())["curves"]
     lines, results = ["# The explained anchor in the product against served.py's wrapper (fast, per step)", ""], {}
     for name in ("toolalpaca", NEW):
-        bench, queries = new_seal_requests() if name == NEW else catalog_queries(name)
+        bench, queries = new_requests.new_seal_requests() if name == NEW else catalog_queries(name)
         steps = [s for q in queries for s in steps_of(q)]
         golds, ids = [s.gold for s in steps], [s.query.id for s in steps]
         bank = benchmark_bank(bench, "tools")
