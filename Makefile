@@ -64,13 +64,14 @@ train-embedder: setup  ## fine-tune the shipped `tools` embedder and copy it int
 
 RERANKER_RUN := runs/reranker
 SHIPPED_RERANKER := autotool/rerankers/all-MiniLM-L6-v2-rerank
-train-reranker: setup  ## train the shipped reranker, copy it into autotool/rerankers/, fit its weight c, then reason mode's rationale weight b, into the shipped policy on the foreign val catalogs (about 1 h on 2 cores)
+train-reranker: setup  ## train the shipped reranker, copy it into autotool/rerankers/, fit its weight c, reason mode's rationale weight b and the later-step weights (l_later, explain) into the shipped policy, on the foreign val catalogs (and Seal-Tools val's later steps) (about 1 h on 2 cores)
 	@start=$$(date +%s); $(PY) -m training.reranker --out $(RERANKER_RUN) || exit $$?; \
 	echo "train-reranker: $$(( $$(date +%s) - start )) s wall time"
 	mkdir -p $(SHIPPED_RERANKER)
 	cp $(RERANKER_RUN)/reranker/adapter_config.json $(RERANKER_RUN)/reranker/adapter_model.safetensors $(RERANKER_RUN)/reranker/reranker.json $(RERANKER_RUN)/reranker/manifest.json $(SHIPPED_RERANKER)/
 	$(PY) -m training.fit_rerank autotool/default_policy --bench apibank,toolalpaca --out experiments/2026-12-02-rerank-served/fit --write
 	$(PY) -m training.fit_rationale autotool/default_policy --bench apibank,toolalpaca --out experiments/2026-12-03-rationale-weight-foreign/fit --write
+	$(PY) -m training.fit_later autotool/default_policy --bench apibank,toolalpaca,seal_tools:val --out experiments/2026-12-06-later-steps-shipped/fit --write
 
 eval-default: setup  ## the shipped policy against bm25, dense, hybrid and namegen on both benchmarks (experiments/)
 	sh experiments/2026-11-29-eval-default/eval.sh

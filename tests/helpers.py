@@ -154,3 +154,71 @@ def http_server(argv: list[str], port: int, env: dict | None = None) -> Iterator
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+# The fits' tests (training/fit_rationale.py, training/fit_later.py): a bank of 40 tools over a few words, requests
+# that share them, and a tiny policy with a stand-in reranker.
+FIT_WORDS = "weather forecast city rain convert pdf document email send calendar meeting invoice flight hotel".split()
+FIT_QUERIES = [
+    "weather forecast for my city",
+    "convert this pdf document",
+    "send an email",
+    "book a flight and a hotel",
+    "put a meeting in my calendar",
+    "pay this invoice",
+]
+
+
+class ScoresByName:
+    """A stand-in cross-encoder: a fixed score per tool name (0 for the rest)."""
+
+    def __init__(self, scores: dict[str, float]):
+        self.by_name = scores
+
+    def scores(self, query, texts):
+        import numpy as np
+
+        return np.array([next((v for k, v in self.by_name.items() if t.startswith(k)), 0.0) for t in texts])
+
+
+def word_bank(folder: Path) -> ToolBank:
+    """40 tools `tool_00` .. `tool_39`, each six of FIT_WORDS and a word of its own, on a hash embedder."""
+    import random
+
+    from toolbank import HashEmbedder
+
+    rng = random.Random(0)
+    bank = ToolBank.create(folder, HashEmbedder(64))
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    bank.add([Tool(f"tool_{i:02d}", " ".join(rng.choices(FIT_WORDS, k=6) + [f"w{i}"]), schema) for i in range(40)])
+    return bank
+
+
+def tiny_policy(bank: ToolBank, tmp_path: Path, b: float, w_std: float, rerank: bool):
+    """A tiny-llama policy on `bank`, saved to `tmp_path / "policy"` and loaded again: rationale weight b, lexical
+    weight 0.3, W drawn with `w_std` (0: zero). With `rerank`, its manifest names a reranker (at c = 2 over the
+    best 3) that a stand-in plays: tools 00-09 gain where they are among the best 3."""
+    import torch
+
+    from autotool import Policy
+    from toolbank import STOCK_EMBEDDER
+
+    torch.manual_seed(0)
+    policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
+    with torch.no_grad():
+        policy.head.b.fill_(b)
+        policy.head.lexical.fill_(0.3)
+        if w_std:
+            torch.nn.init.normal_(policy.head.W.weight, std=w_std)
+    if rerank:
+        folder = tmp_path / "reranker"
+        folder.mkdir(exist_ok=True)
+        (folder / "reranker.json").write_text(json.dumps({"base": STOCK_EMBEDDER, "max_length": 96}))
+        for name in ("adapter_config.json", "adapter_model.safetensors"):  # read, never run: a stand-in scores
+            (folder / name).write_text("{}")
+        policy.info["rerank"] = {"reranker": str(folder), "top": 3, "weight": 2.0}
+    policy.save(tmp_path / "policy")
+    loaded = Policy.load(tmp_path / "policy", bank)
+    if rerank:
+        loaded._reranker = ScoresByName({"tool_0": 1.0})
+    return loaded

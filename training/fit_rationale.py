@@ -45,7 +45,7 @@ from training.ship import provenance
 GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 
-class _Remembered:
+class Remembered:
     """A reranker that scores each (request, tool text) once: every b of the grid reorders mostly the same tools."""
 
     def __init__(self, reranker):
@@ -73,7 +73,7 @@ def grid_hits(
         hidden.append(None if states is None else states.detach().float().cpu().numpy())
     states = None if hidden[0] is None else np.concatenate(hidden)
     reasons = embedded(bank.embedder, rationales)
-    reranker = None if policy.rerank is None else _Remembered(policy.reranker)
+    reranker = None if policy.rerank is None else Remembered(policy.reranker)
     out = {}
     for b in grid:
         values = replace(policy.head_values, b=b)

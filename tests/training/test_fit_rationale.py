@@ -2,73 +2,25 @@
 served path's own choice, and --write changes b and nothing else of the head."""
 
 import json
-import random
 
 import numpy as np
 import pytest
-import torch
 from click.testing import CliRunner
-from helpers import ASSETS
+from helpers import FIT_QUERIES as QUERIES
+from helpers import tiny_policy, word_bank
 from safetensors.numpy import load_file
 
 import training.fit_rationale as fit
-from autotool import Policy
 from autotool.benchmarks import Query
 from autotool.select import select_steps
 from autotool.selection import StepInput
-from toolbank import STOCK_EMBEDDER, HashEmbedder, Tool, ToolBank
-
-WORDS = "weather forecast city rain convert pdf document email send calendar meeting invoice flight hotel".split()
-QUERIES = [
-    "weather forecast for my city",
-    "convert this pdf document",
-    "send an email",
-    "book a flight and a hotel",
-    "put a meeting in my calendar",
-    "pay this invoice",
-]
-
-
-class ScoresByName:
-    """A stand-in cross-encoder: a fixed score per tool name (0 for the rest)."""
-
-    def __init__(self, scores: dict[str, float]):
-        self.by_name = scores
-
-    def scores(self, query, texts):
-        return np.array([next((v for k, v in self.by_name.items() if t.startswith(k)), 0.0) for t in texts])
 
 
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory):
-    rng = random.Random(0)
-    bank = ToolBank.create(tmp_path_factory.mktemp("fit") / "bank", HashEmbedder(64))
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
-    bank.add([Tool(f"tool_{i:02d}", " ".join(rng.choices(WORDS, k=6) + [f"w{i}"]), schema) for i in range(40)])
+    bank = word_bank(tmp_path_factory.mktemp("fit") / "bank")
     yield bank
     bank.close()
-
-
-def tiny_policy(bank, tmp_path, b: float, w_std: float, rerank: bool) -> Policy:
-    torch.manual_seed(0)
-    policy = Policy.create(bank, backbone=ASSETS / "tiny-llama")
-    with torch.no_grad():
-        policy.head.b.fill_(b)
-        policy.head.lexical.fill_(0.3)
-        if w_std:
-            torch.nn.init.normal_(policy.head.W.weight, std=w_std)
-    if rerank:
-        folder = tmp_path / "reranker"
-        folder.mkdir(exist_ok=True)
-        (folder / "reranker.json").write_text(json.dumps({"base": STOCK_EMBEDDER, "max_length": 96}))
-        for name in ("adapter_config.json", "adapter_model.safetensors"):  # read, never run: a stand-in scores
-            (folder / name).write_text("{}")
-        policy.info["rerank"] = {"reranker": str(folder), "top": 3, "weight": 2.0}
-    policy.save(tmp_path / "policy")
-    loaded = Policy.load(tmp_path / "policy", bank)
-    if rerank:
-        loaded._reranker = ScoresByName({"tool_0": 1.0})  # tools 00-09 gain where they are among the best 3
-    return loaded
 
 
 def served(policy, bank, mode: str) -> list[str]:
