@@ -142,6 +142,20 @@ class Reranker:
         return np.asarray(self._session.run(None, feed)[0], dtype=np.float32).reshape(len(texts))
 
 
+class Remembered:
+    """A reranker that scores each (request, tool text) once, for fits that replay the served path over a grid:
+    each point of the grid reorders mostly the same tools."""
+
+    def __init__(self, reranker: Reranker):
+        self.reranker, self.seen = reranker, {}
+
+    def scores(self, query: str, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if (query, t) not in self.seen]
+        if missing:
+            self.seen.update(zip([(query, t) for t in missing], self.reranker.scores(query, missing)))
+        return np.array([self.seen[(query, t)] for t in texts], dtype=np.float32)
+
+
 def reranker_folder(spec: str | Path) -> Path:
     """The folder a reranker spec names: a shipped reranker's id (`SHIPPED_RERANKER`) or a folder's path."""
     folder = SHIPPED_RERANKERS.get(str(spec), Path(spec))

@@ -6,7 +6,7 @@ reranker, and write them into the policy's head.
 A later step (one after earlier calls) is weighed apart from a first step in two ways: BM25 reads the request
 without the called tools' words at the weight `l_later`, and `explain` of the called tools' directions is taken
 out of the anchor (autotool/selection.py). `training.calibrate` fits l_later on the training catalogs' val
-splits without the reranker and leaves explain at 0. The two kinds of catalog want different l_later: API-Bank's
+splits without the reranker, and leaves explain as the head has it. The two kinds of catalog want different l_later: API-Bank's
 later steps lose 18 points at the 0.7 fitted on Seal-Tools' val, and Seal-Tools' lose 20 at 0.1; explain lets it
 come down without that loss (experiments/2026-12-06-dense-explain-away).
 
@@ -15,12 +15,14 @@ a request's first, reading the earlier gold calls and barred from their tools, a
 For each (l_later, explain) of the grid, the candidates and the reranker's reordering (at the manifest's c) run
 as `select_steps(..., mode="fast", arguments=False)` runs them, and the first choice is scored. The pair with the
 best mean hit@1 over the catalogs wins (each catalog counts once, whatever its number of steps); ties go to the
-smaller explain, then the smaller l_later. First steps read neither weight, so the fits that score first steps
-(`training.fit_rerank`, `training.fit_rationale`) do not depend on this one.
+smaller explain, then the smaller l_later. Run it after `training.fit_rerank`, since it reads c. First steps read
+neither weight, so the fits that score first steps (`training.fit_rerank`, `training.fit_rationale`) do not
+depend on this one. A policy whose anchor reads the language model's state (W not zero) and whose prompt holds a
+shortlist is refused: its shortlist, and so its state, would change with the two weights.
 
 `--write` stores both in `anchor_head.safetensors`, sets the manifest's `format_version` to 3 (a head that holds
 explain) and records the fit (`later_fitted`), each replaced atomically. `--out` gets `results.md` (the grid) and
-`hits.json` (every later step's hit at every pair).
+`hits.json` (every later step, `REQUEST#INDEX`, and its hit at every pair).
 """
 
 from __future__ import annotations
@@ -35,18 +37,17 @@ import click
 import numpy as np
 from tqdm import tqdm
 
-from autotool.benchmarks import Query, benchmark_bank, step_input, steps_of
+from autotool.benchmarks import Query, Step, benchmark_bank, step_input, steps_of
 from autotool.metrics import paired_bootstrap
 from autotool.policy import FORMAT_VERSION, Policy, PolicyError
 from autotool.prompts import TokenBudget
-from autotool.rerank import rerank_candidates
+from autotool.rerank import Remembered, rerank_candidates
 from autotool.select import written
 from autotool.selection import DEFAULT_TOP_K, candidates, embedded
 from toolbank import ToolBank, atomic_write
 from toolbank.embed import EmbedderError, load_embedder
 from training.calibrate import L_GRID
 from training.cli import CommandError, doc_help, run
-from training.fit_rationale import Remembered
 from training.fit_rerank import catalog
 from training.ship import provenance
 
@@ -54,10 +55,15 @@ EXPLAIN_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
 GRID = tuple(itertools.product(L_GRID, EXPLAIN_GRID))  # (l_later, explain)
 
 
+def later(queries: list[Query]) -> list[Step]:
+    """Every step after a request's first."""
+    return [s for q in queries for s in steps_of(q) if s.index > 0]
+
+
 def later_steps(bank: ToolBank, queries: list[Query]) -> tuple[list, list[str], list[str]]:
     """Every step after a request's first, as the policy reads it (`step_input`), its gold tool and its request's
     id."""
-    steps = [s for q in queries for s in steps_of(q) if s.index > 0]
+    steps = later(queries)
     return [step_input(bank, s) for s in steps], [s.gold for s in steps], [s.query.id for s in steps]
 
 
@@ -112,22 +118,31 @@ def main(policy_path, bench, embedder, out, write):
     except EmbedderError as error:
         raise CommandError(f"--embedder: {error}") from None
     specs = [s for s in bench.split(",") if s]
+    if not specs:
+        raise CommandError("--bench names no catalog")
     catalogs = {spec: catalog(policy_path, spec, embedder) for spec in specs}  # every refusal before any work
+    for spec, (_, queries) in catalogs.items():
+        if not later(queries):
+            raise CommandError(f"--bench {spec}: no request has more than one call, so there is no later step")
     began = time.perf_counter()
-    policy, hits, ids = None, {}, {}
+    policy, hits, ids, names = None, {}, {}, {}
     for spec, (benchmark, queries) in catalogs.items():
         bank = benchmark_bank(benchmark, embedder)
         try:
             policy = Policy.load(policy_path, bank)
         except PolicyError as error:
             raise CommandError(f"{policy_path}: {error}") from None
+        if policy.shortlist and policy.head_values.uses_hidden:
+            raise CommandError(
+                f"{policy_path}: its anchor reads the language model's state after a shortlist that the two weights "
+                "change; this fit replays neither"
+            )
         items, golds, ids[spec] = later_steps(bank, queries)
-        if not items:
-            raise CommandError(f"--bench {spec}: no request has more than one call, so there is no later step")
+        names[spec] = [f"{s.query.id}#{s.index}" for s in later(queries)]
         hits[spec] = grid_hits(policy, bank, items, golds)
     seconds = time.perf_counter() - began
     means = {pair: {spec: float(np.mean(hits[spec][pair])) for spec in specs} for pair in GRID}
-    was = (policy.head_values.lexical_later, policy.head_values.explain)
+    was = (round(policy.head_values.lexical_later, 6), round(policy.head_values.explain, 6))  # float32 in the head
     fitted = max(GRID, key=lambda p: (round(float(np.mean(list(means[p].values()))), 9), -p[1], -p[0]))
     nearest = min(GRID, key=lambda p: abs(p[0] - was[0]) + abs(p[1] - was[1]))  # the head as it was
     lines = [
@@ -158,7 +173,7 @@ def main(policy_path, bench, embedder, out, write):
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.md").write_text(report)
-        kept = {spec: {"ids": ids[spec], "hits": {label(p): hits[spec][p] for p in GRID}} for spec in specs}
+        kept = {spec: {"steps": names[spec], "hits": {label(p): hits[spec][p] for p in GRID}} for spec in specs}
         (out / "hits.json").write_text(json.dumps(kept) + "\n")
     if write:
         import torch

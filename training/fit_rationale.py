@@ -33,7 +33,7 @@ from autotool.benchmarks import Query, benchmark_bank
 from autotool.metrics import paired_bootstrap
 from autotool.policy import Policy, PolicyError
 from autotool.prompts import TokenBudget
-from autotool.rerank import rerank_candidates
+from autotool.rerank import Remembered, rerank_candidates
 from autotool.select import written
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded
 from toolbank import ToolBank, atomic_write
@@ -43,19 +43,6 @@ from training.fit_rerank import catalog
 from training.ship import provenance
 
 GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
-
-
-class Remembered:
-    """A reranker that scores each (request, tool text) once: every b of the grid reorders mostly the same tools."""
-
-    def __init__(self, reranker):
-        self.reranker, self.seen = reranker, {}
-
-    def scores(self, query: str, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if (query, t) not in self.seen]
-        if missing:
-            self.seen.update(zip([(query, t) for t in missing], self.reranker.scores(query, missing)))
-        return np.array([self.seen[(query, t)] for t in texts], dtype=np.float32)
 
 
 def grid_hits(

@@ -1,7 +1,8 @@
 """Fitting the head's later-step weights (training/fit_later.py): its grid replays fast mode's served choice at
-every later step, and --write changes l_later and explain, and nothing else of the head."""
+every later step, at every pair, and --write changes l_later and explain, and nothing else of the head."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import torch
 from click.testing import CliRunner
 from helpers import FIT_QUERIES as QUERIES
 from helpers import ScoresByName, tiny_policy, word_bank
-from safetensors.numpy import load_file
+from safetensors.numpy import load_file, save_file
 
 import training.fit_later as fit
 from autotool import Policy
@@ -25,6 +26,7 @@ def bank(tmp_path_factory):
 
 
 FIRST = [f"tool_{i:02d}" for i in (3, 11, 19, 27, 5, 30)]  # the call each request made first
+PAIRS = [(0.0, 0.0), (0.3, 0.0), (0.0, 0.5), (0.3, 0.5), (1.0, 1.0)]  # (l_later, explain)
 
 
 def requests(seconds: list[str] | None = None) -> list[Query]:
@@ -36,9 +38,9 @@ def requests(seconds: list[str] | None = None) -> list[Query]:
     return out
 
 
-def later_policy(tools, tmp_path, later: float, explain: float, rerank: bool) -> Policy:
+def later_policy(tools, tmp_path, later: float, explain: float, rerank: bool, w_std: float = 0.0) -> Policy:
     """tiny_policy's folder (on the bank `tools`) with the head's l_later and explain set, loaded again."""
-    policy = tiny_policy(tools, tmp_path, b=1.0, w_std=0.0, rerank=rerank)
+    policy = tiny_policy(tools, tmp_path, b=1.0, w_std=w_std, rerank=rerank)
     with torch.no_grad():
         policy.head.lexical_later.fill_(later)
         policy.head.explain.fill_(explain)
@@ -49,59 +51,85 @@ def later_policy(tools, tmp_path, later: float, explain: float, rerank: bool) ->
     return loaded
 
 
-def served(policy, tools, items) -> list[str]:
-    return [s.tool.name for s in select_steps(policy, tools, items, mode="fast", arguments=False, min_cosine=0)]
+def served(policy, tools, items, pair=None, rerank=True) -> list[str]:
+    """Fast mode's choices as served, with the head's (l_later, explain) replaced by `pair`."""
+    saved = policy.head_values
+    if pair is not None:
+        policy._saved_values = replace(saved, lexical_later=pair[0], explain=pair[1])
+    try:
+        chosen = select_steps(policy, tools, items, mode="fast", arguments=False, min_cosine=0, rerank=rerank)
+    finally:
+        policy._saved_values = saved
+    return [s.tool.name for s in chosen]
 
 
-def test_the_grid_at_the_heads_own_pair_is_the_served_fast_mode(bank, tmp_path):
-    policy = later_policy(bank, tmp_path, later=0.3, explain=0.5, rerank=True)
+@pytest.mark.parametrize("w_std", [0.0, 0.3])
+def test_the_grid_at_every_pair_is_the_served_fast_mode(bank, tmp_path, w_std):
+    policy = later_policy(bank, tmp_path, later=0.3, explain=0.5, rerank=True, w_std=w_std)
     items, golds, ids = fit.later_steps(bank, requests(["tool_00"] * len(QUERIES)))
     assert golds == ["tool_00"] * len(QUERIES) and ids == [f"q{i}" for i in range(len(QUERIES))]
     assert [item.exclude for item in items] == [(name,) for name in FIRST]  # barred from the tool called first
-    choices = served(policy, bank, items)
-    hits = fit.grid_hits(policy, bank, items, choices, grid=[(0.3, 0.5), (0.0, 0.0), (1.0, 1.0)], batch=4)
-    assert hits[(0.3, 0.5)] == [1.0] * len(QUERIES)  # the served choices
-    assert hits[(0.0, 0.0)] != hits[(1.0, 1.0)]  # the two weights move some later choice
+    choices = {pair: served(policy, bank, items, pair) for pair in PAIRS}
+    for pair, chosen in choices.items():
+        assert fit.grid_hits(policy, bank, items, chosen, grid=PAIRS, batch=4)[pair] == [1.0] * len(QUERIES), pair
+    if w_std == 0:  # (with W, the hidden state outweighs both here)
+        assert choices[(0.3, 0.0)] != choices[(0.3, 0.5)]  # explain alone moves some later choice
+        assert choices[(0.0, 0.5)] != choices[(0.3, 0.5)]  # so does l_later alone
+        assert served(policy, bank, items, rerank=False) != choices[(0.3, 0.5)]  # and the reranker
 
 
 def test_write_stores_the_fitted_pair_as_format_3_and_keeps_the_rest_of_the_head(bank, tmp_path, monkeypatch):
-    at_zero = later_policy(bank, tmp_path, later=0.0, explain=0.0, rerank=False)
+    policy = later_policy(bank, tmp_path, later=0.7, explain=0.0, rerank=False)
     items, _, _ = fit.later_steps(bank, requests(["tool_00"] * len(QUERIES)))
-    queries = requests(served(at_zero, bank, items))  # every later step's gold is the choice at (0, 0)
-    later_policy(bank, tmp_path, later=0.7, explain=0.0, rerank=False)
+    seconds = served(policy, bank, items, (0.1, 0.75))  # every later step's gold is the choice at (0.1, 0.75)
+    grid = fit.grid_hits(policy, bank, items, seconds)
+    perfect = [pair for pair in fit.GRID if grid[pair] == [1.0] * len(QUERIES)]
+    expected = min(perfect, key=lambda p: (p[1], p[0]))  # ties go to the smaller explain, then l_later
+    assert expected[1] > 0  # no pair without explain hits every step: the fit must write it
     folder = tmp_path / "policy"
+    head = load_file(folder / "anchor_head.safetensors")
+    del head["explain"]  # a head as format 1 saved it
+    save_file(head, folder / "anchor_head.safetensors")
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["format_version"] = 1  # as the shipped policy was saved
+    manifest["format_version"] = 1
     (folder / "manifest.json").write_text(json.dumps(manifest))
+    queries = requests(seconds)
     monkeypatch.setattr(fit, "catalog", lambda path, spec, embedder: (None, queries))
     monkeypatch.setattr(fit, "benchmark_bank", lambda bench, embedder: bank)
-    before = load_file(folder / "anchor_head.safetensors")
     args = [str(folder), "--bench", "apibank", "--embedder", "hash:64", "--out", str(tmp_path / "fit"), "--write"]
     result = CliRunner().invoke(fit.main, args)
     assert result.exit_code == 0, result.output
     after = load_file(folder / "anchor_head.safetensors")
-    assert float(after["lexical_later"]) == 0.0 and float(after["explain"]) == 0.0  # ties go to the smaller
-    assert all(np.array_equal(after[k], before[k]) for k in before if k not in ("lexical_later", "explain"))
+    assert (float(after["lexical_later"]), float(after["explain"])) == pytest.approx(expected)
+    assert all(np.array_equal(after[k], head[k]) for k in head if k != "lexical_later")
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["format_version"] == 3
     record = manifest["later_fitted"]
-    assert (record["lexical_later"], record["explain"]) == (0.0, 0.0)
-    assert record["was"] == {"lexical_later": pytest.approx(0.7), "explain": 0.0}
+    assert (record["lexical_later"], record["explain"]) == expected
+    assert record["was"] == {"lexical_later": 0.7, "explain": 0.0}
     assert record["on"] == ["apibank"] and record["later_steps"] == {"apibank": len(QUERIES)}
     assert record["hit@1"] == {"apibank": 1.0}
     kept = json.loads((tmp_path / "fit" / "hits.json").read_text())["apibank"]
-    assert kept["hits"]["0,0"] == [1.0] * len(QUERIES)
-    assert "| **0,0** |" in (tmp_path / "fit" / "results.md").read_text()
-    assert Policy.load(folder, bank).head_values.lexical_later == 0.0  # format 3 reads back
+    assert kept["steps"] == [f"q{i}#1" for i in range(len(QUERIES))]
+    assert kept["hits"][fit.label(expected)] == [1.0] * len(QUERIES)
+    assert f"| **{fit.label(expected)}** |" in (tmp_path / "fit" / "results.md").read_text()
+    loaded = Policy.load(folder, bank).head_values  # format 3 reads back
+    assert (loaded.lexical_later, loaded.explain) == pytest.approx(expected)
 
 
-def test_a_catalog_without_later_steps_is_refused_and_the_policy_stays(bank, tmp_path, monkeypatch):
+def test_a_catalog_without_later_steps_is_refused_before_any_work(bank, tmp_path, monkeypatch):
     later_policy(bank, tmp_path, later=0.7, explain=0.0, rerank=False)
     folder = tmp_path / "policy"
     head, manifest = (folder / "anchor_head.safetensors").read_bytes(), (folder / "manifest.json").read_text()
-    monkeypatch.setattr(fit, "catalog", lambda path, spec, embedder: (None, requests()))  # one call each
-    monkeypatch.setattr(fit, "benchmark_bank", lambda bench, embedder: bank)
-    result = CliRunner().invoke(fit.main, [str(folder), "--bench", "apibank", "--embedder", "hash:64", "--write"])
-    assert result.exit_code != 0 and "--bench apibank: no request has more than one call" in result.output
+    specs = {"apibank": requests(["tool_00"] * len(QUERIES)), "toolalpaca": requests()}  # one call each
+    monkeypatch.setattr(fit, "catalog", lambda path, spec, embedder: (None, specs[spec]))
+
+    def benchmark_bank(*args):
+        raise AssertionError("a bank was built before every catalog was checked")
+
+    monkeypatch.setattr(fit, "benchmark_bank", benchmark_bank)
+    args = [str(folder), "--bench", "apibank,toolalpaca", "--embedder", "hash:64", "--write"]
+    result = CliRunner().invoke(fit.main, args)
+    assert result.exit_code != 0 and "--bench toolalpaca: no request has more than one call" in result.output
     assert (folder / "anchor_head.safetensors").read_bytes() == head
     assert (folder / "manifest.json").read_text() == manifest
