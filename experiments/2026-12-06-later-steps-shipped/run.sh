@@ -12,6 +12,10 @@ RUNS=${RUNS:-runs}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=2
 stamp() { date -u +%FT%TZ; }
 
+if grep -q '"later_fitted"' autotool/default_policy/manifest.json; then  # "before" must be the policy as it was
+  echo "autotool/default_policy/ was fitted already; restore it first: git checkout c3f7fd0 -- autotool/default_policy" >&2
+  exit 1
+fi
 echo "$(stamp) the shipped policy as it was, kept to judge against"
 rm -rf $RUNS/policy-before && mkdir -p $RUNS && cp -r autotool/default_policy $RUNS/policy-before
 echo "$(stamp) 1. the fit, written into the shipped policy"
@@ -25,6 +29,7 @@ for who in before after; do
   $PY $J examples/vet_clinic --policy $P --modes fast,reason --measures per-step --out $X/$who/vet_clinic
 done
 $PY $X/paired.py $X > $X/paired.md
+$PY $X/later_only.py $X > $X/later-only.md
 echo "$(stamp) 3. the within-catalog table's 40 Seal-Tools unseen-test requests (115 steps), with arguments"
 $PY -m eval --bench seal_tools --embedder tools --methods bm25,dense,hybrid \
   --policy reason=autotool/default_policy:reason --policy fast=autotool/default_policy:fast \
