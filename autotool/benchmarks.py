@@ -60,6 +60,11 @@ class Step:
     def id(self) -> str:
         return f"{self.query.id}#{self.index}"
 
+    @property
+    def repeats_a_call(self) -> bool:
+        """The gold tool is one an earlier step called, which no step may choose again: a miss for every method."""
+        return self.gold in self.context
+
 
 @dataclass
 class Benchmark:

@@ -57,7 +57,7 @@ def evaluate(
     compared with it in `versus_best` (paired hit@1).
 
     Returns:
-        {"split", "measure", "n_queries", "n", "methods": {name: {metric: mean, "p50_ms", "p95_ms"}},
+        {"split", "measure", "n_queries", "n", "repeating" (steps whose gold tool an earlier step called), "methods": {name: {metric: mean, "p50_ms", "p95_ms"}},
         "paired": [...], "best_baseline", "versus_best": {name: paired}, "per_step": {name: {metric: [...]}},
         "step_ids": [...]}.
     """
@@ -79,6 +79,7 @@ def evaluate(
         "measure": measure,
         "n_queries": len(queries),
         "n": len(steps),
+        "repeating": sum(s.repeats_a_call for s in steps),
         "methods": {},
         "per_step": {},
         "step_ids": [s.id for s in steps],

@@ -13,6 +13,19 @@ from eval.methods import FILLS_ARGUMENTS
 CALL_METRICS = ("schema_valid", "args_exact", "r_correct", "format_error")
 
 
+def _unreachable(split: dict) -> list[str]:
+    """A note under a split's heading when some of its steps call a tool an earlier step called: no method may
+    choose that tool again, so those steps are misses for all (results from before the field: no note)."""
+    n = split.get("repeating", 0)
+    if not n:
+        return []
+    return [
+        f"{n} of the {split['n']} steps call a tool an earlier step of their request called. No method may choose "
+        f"it again, so hit@1 here is at most {(split['n'] - n) / split['n']:.3f}.",
+        "",
+    ]
+
+
 def _fmt(x: float, digits: int = 3) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
@@ -54,6 +67,7 @@ def markdown(results: dict) -> str:
         lines += [
             f"## {split['split']}: {split['n_queries']} queries, {split['n']} steps",
             "",
+            *_unreachable(split),
             "| method | " + " | ".join(SELECTION_METRICS + extra) + " | p50 ms | p95 ms |",
             "|---|" + "---:|" * (len(SELECTION_METRICS) + len(extra) + 2),
         ]

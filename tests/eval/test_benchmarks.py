@@ -377,3 +377,33 @@ def test_a_later_steps_called_tools_are_named_as_the_bank_names_them(tmp_path):
     bank = benchmark_bank(load_benchmark(folder), "hash:64", root=tmp_path / "banks")
     later = steps_of(Query("q", "weather, then a forecast", ("get_weather", "get_forecast"), None))[1]
     assert step_input(bank, later).exclude == ("ns/get_weather",)  # the served path excludes by qualified name
+
+
+def test_steps_that_call_a_tool_again_are_counted_and_are_misses_for_the_baselines(bench_dir, tmp_path):
+    from eval.harness import evaluate
+    from eval.report import markdown
+
+    calls = [{"tool": "get_weather", "args": {"x": "Oslo"}}, {"tool": "get_weather", "args": {"x": "Lyon"}}]
+    with open(bench_dir / "queries.jsonl", "a") as f:
+        f.write(
+            json.dumps(
+                {
+                    "id": "twice",
+                    "query": "weather in Oslo and in Lyon",
+                    "gold_tools": ["get_weather"],
+                    "gold_args": {"calls": calls},
+                }
+            )
+            + "\n"
+        )
+    bench = load_benchmark(bench_dir)
+    twice = steps_of(next(q for q in bench.queries if q.id == "twice"))
+    assert [s.repeats_a_call for s in twice] == [False, True]
+    assert not any(s.repeats_a_call for s in steps_of(next(q for q in bench.queries if q.id == "multi")))
+    result = evaluate(bench, load_split(bench, 0), "all", ["bm25"], benchmark_bank(bench, "hash:64"), progress=False)
+    assert result["repeating"] == 1
+    second = result["step_ids"].index("twice#1")
+    assert result["per_step"]["bm25"]["hit@1"][second] == 0.0  # the baseline drops the called tool
+    text = markdown({"splits": [result], "command": "python -m eval", "bench": "tiny", "seed": 0, "n_tools": 10})
+    assert f"1 of the {result['n']} steps call a tool an earlier step of their request called" in text
+    assert f"at most {(result['n'] - 1) / result['n']:.3f}" in text
