@@ -133,3 +133,20 @@ def test_a_catalog_without_later_steps_is_refused_before_any_work(bank, tmp_path
     assert result.exit_code != 0 and "--bench toolalpaca: no request has more than one call" in result.output
     assert (folder / "anchor_head.safetensors").read_bytes() == head
     assert (folder / "manifest.json").read_text() == manifest
+
+
+def test_a_bad_embedder_an_empty_bench_and_a_shortlist_read_by_the_anchor_are_refused(bank, tmp_path, monkeypatch):
+    later_policy(bank, tmp_path, later=0.7, explain=0.0, rerank=False, w_std=0.3)  # W != 0: the anchor reads h
+    folder = tmp_path / "policy"
+    head = (folder / "anchor_head.safetensors").read_bytes()
+    result = CliRunner().invoke(fit.main, [str(folder), "--embedder", str(tmp_path / "nowhere")])
+    assert result.exit_code != 0 and "--embedder:" in result.output
+    result = CliRunner().invoke(fit.main, [str(folder), "--bench", ",", "--embedder", "hash:64"])
+    assert result.exit_code != 0 and "--bench names no catalog" in result.output
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "shortlist": 5}))
+    monkeypatch.setattr(fit, "catalog", lambda path, spec, embedder: (None, requests(FIRST[1:] + FIRST[:1])))
+    monkeypatch.setattr(fit, "benchmark_bank", lambda *args: bank)
+    result = CliRunner().invoke(fit.main, [str(folder), "--bench", "apibank", "--embedder", "hash:64", "--write"])
+    assert result.exit_code != 0 and "after a shortlist" in result.output, result.output
+    assert (folder / "anchor_head.safetensors").read_bytes() == head
