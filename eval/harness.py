@@ -57,7 +57,8 @@ def evaluate(
     compared with it in `versus_best` (paired hit@1).
 
     Returns:
-        {"split", "measure", "n_queries", "n", "repeating" (steps whose gold tool an earlier step called), "methods": {name: {metric: mean, "p50_ms", "p95_ms"}},
+        {"split", "measure", "n_queries", "n", "repeating" (steps whose gold tool an earlier step called),
+        "methods": {name: {metric: mean, "p50_ms", "p95_ms"}},
         "paired": [...], "best_baseline", "versus_best": {name: paired}, "per_step": {name: {metric: [...]}},
         "step_ids": [...]}.
     """

@@ -38,7 +38,7 @@ def judged(spec: str, policy_folder: Path) -> dict:
     bench, queries = catalog_queries(spec)
     steps = [s for q in queries for s in steps_of(q) if s.index > 0]
     golds = [s.gold for s in steps]
-    repeats = [s.gold in s.context for s in steps]
+    repeats = [s.repeats_a_call for s in steps]
     stock, tuned = benchmark_bank(bench, "stock"), benchmark_bank(bench, "tools")
     policy = policy_for(policy_folder, tuned)
     hits = {}
