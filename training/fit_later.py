@@ -39,16 +39,16 @@ from tqdm import tqdm
 
 from autotool.benchmarks import Query, Step, benchmark_bank, step_input, steps_of
 from autotool.metrics import paired_bootstrap
-from autotool.policy import FORMAT_VERSION, Policy, PolicyError
+from autotool.policy import FORMAT_VERSION, Policy
 from autotool.prompts import TokenBudget
 from autotool.rerank import Remembered, rerank_candidates
 from autotool.select import written
 from autotool.selection import DEFAULT_TOP_K, candidates, embedded
-from toolbank import ToolBank, atomic_write
-from toolbank.embed import EmbedderError, load_embedder
+from toolbank import ToolBank
+from training import fit_rerank
 from training.calibrate import L_GRID
 from training.cli import CommandError, doc_help, run
-from training.fit_rerank import catalog
+from training.fit_rerank import embedder_option, load_policy, record
 from training.ship import provenance
 
 EXPLAIN_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -104,23 +104,12 @@ def label(pair: tuple[float, float]) -> str:
     show_default=True,
     help="Comma-separated catalog specs, each one the policy and the embedder never trained on (or a held-out split).",
 )
-@click.option(
-    "--embedder",
-    default="tools",
-    show_default=True,
-    help="The embedder the policy is served with: 'tools' (the shipped one), 'stock', or a folder.",
-)
+@embedder_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Store the fitted pair in the policy's head and record the fit.")
 def main(policy_path, bench, embedder, out, write):
-    try:
-        embedder_id = load_embedder(embedder).id
-    except EmbedderError as error:
-        raise CommandError(f"--embedder: {error}") from None
-    specs = [s for s in bench.split(",") if s]
-    if not specs:
-        raise CommandError("--bench names no catalog")
-    catalogs = {spec: catalog(policy_path, spec, embedder) for spec in specs}  # every refusal before any work
+    embedder_id, catalogs = fit_rerank.catalogs(policy_path, bench, embedder)
+    specs = list(catalogs)
     for spec, (_, queries) in catalogs.items():
         if not later(queries):
             raise CommandError(f"--bench {spec}: no request has more than one call, so there is no later step")
@@ -128,17 +117,14 @@ def main(policy_path, bench, embedder, out, write):
     policy, hits, ids, names = None, {}, {}, {}
     for spec, (benchmark, queries) in catalogs.items():
         bank = benchmark_bank(benchmark, embedder)
-        try:
-            policy = Policy.load(policy_path, bank)
-        except PolicyError as error:
-            raise CommandError(f"{policy_path}: {error}") from None
+        policy = load_policy(policy_path, bank, embedder)
         if policy.shortlist and policy.head_values.uses_hidden:
             raise CommandError(
                 f"{policy_path}: its anchor reads the language model's state after a shortlist that the two weights "
                 "change; this fit replays neither"
             )
         items, golds, ids[spec] = later_steps(bank, queries)
-        names[spec] = [f"{s.query.id}#{s.index}" for s in later(queries)]
+        names[spec] = [s.id for s in later(queries)]
         hits[spec] = grid_hits(policy, bank, items, golds)
     seconds = time.perf_counter() - began
     means = {pair: {spec: float(np.mean(hits[spec][pair])) for spec in specs} for pair in GRID}
@@ -182,22 +168,22 @@ def main(policy_path, bench, embedder, out, write):
             policy.head.lexical_later.fill_(fitted[0])
             policy.head.explain.fill_(fitted[1])
         policy.save_head(policy_path)
-        manifest_file = policy_path / "manifest.json"
-        manifest = json.loads(manifest_file.read_text())
-        manifest["format_version"] = FORMAT_VERSION  # the head now holds every value, explain among them
-        manifest["later_fitted"] = {
-            "lexical_later": fitted[0],
-            "explain": fitted[1],
-            "was": {"lexical_later": was[0], "explain": was[1]},
-            "on": specs,
-            "embedder": embedder_id,
-            "rerank_weight": None if policy.rerank is None else policy.rerank.weight,
-            "hit@1": means[fitted],
-            "later_steps": {spec: len(ids[spec]) for spec in specs},
-            "grid": {"lexical_later": list(L_GRID), "explain": list(EXPLAIN_GRID)},
-            **provenance(),
-        }
-        atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
+        record(
+            policy_path,
+            format_version=FORMAT_VERSION,  # the head now holds every value, explain among them
+            later_fitted={
+                "lexical_later": fitted[0],
+                "explain": fitted[1],
+                "was": {"lexical_later": was[0], "explain": was[1]},
+                "on": specs,
+                "embedder": embedder_id,
+                "rerank_weight": None if policy.rerank is None else policy.rerank.weight,
+                "hit@1": means[fitted],
+                "later_steps": {spec: len(ids[spec]) for spec in specs},
+                "grid": {"lexical_later": list(L_GRID), "explain": list(EXPLAIN_GRID)},
+                **provenance(),
+            },
+        )
         click.echo(
             f"wrote l_later = {fitted[0]:g} and explain = {fitted[1]:g} into {policy_path / 'anchor_head.safetensors'}",
             err=True,

@@ -31,15 +31,15 @@ from tqdm import tqdm
 
 from autotool.benchmarks import Query, benchmark_bank
 from autotool.metrics import paired_bootstrap
-from autotool.policy import Policy, PolicyError
+from autotool.policy import Policy
 from autotool.prompts import TokenBudget
 from autotool.rerank import Remembered, rerank_candidates
 from autotool.select import written
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded
-from toolbank import ToolBank, atomic_write
-from toolbank.embed import EmbedderError, load_embedder
-from training.cli import CommandError, doc_help, run
-from training.fit_rerank import catalog
+from toolbank import ToolBank
+from training import fit_rerank
+from training.cli import doc_help, run
+from training.fit_rerank import embedder_option, load_policy, record
 from training.ship import provenance
 
 GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -74,33 +74,21 @@ def grid_hits(
 @click.command(help=doc_help(__doc__), context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("policy_path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--bench", default="apibank,toolalpaca", show_default=True, help="Comma-separated catalog specs.")
-@click.option(
-    "--embedder",
-    default="tools",
-    show_default=True,
-    help="The embedder the policy is served with: 'tools' (the shipped one), 'stock', or a folder.",
-)
+@embedder_option
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Store the fitted b in the policy's head and record the fit.")
 def main(policy_path, bench, embedder, out, write):
-    try:
-        embedder_id = load_embedder(embedder).id
-    except EmbedderError as error:
-        raise CommandError(f"--embedder: {error}") from None
-    specs = [s for s in bench.split(",") if s]
-    catalogs = {spec: catalog(policy_path, spec, embedder) for spec in specs}  # every refusal before any work
+    embedder_id, catalogs = fit_rerank.catalogs(policy_path, bench, embedder)
+    specs = list(catalogs)
     began = time.perf_counter()
     policy, rationales, hits = None, {}, {}
     for spec, (benchmark, queries) in catalogs.items():
         bank = benchmark_bank(benchmark, embedder)
-        try:
-            policy = Policy.load(policy_path, bank)
-        except PolicyError as error:
-            raise CommandError(f"{policy_path}: {error}") from None
+        policy = load_policy(policy_path, bank, embedder)
         rationales[spec], hits[spec] = grid_hits(policy, bank, queries)
     seconds = time.perf_counter() - began
     means = {b: {spec: float(np.mean(hits[spec][b])) for spec in specs} for b in GRID}
-    was = policy.head_values.b
+    was = round(policy.head_values.b, 6)  # float32 in the head
     b = max(GRID, key=lambda x: (round(float(np.mean(list(means[x].values()))), 9), -x))
     rerank = policy.rerank
     lines = [
@@ -147,19 +135,19 @@ def main(policy_path, bench, embedder, out, write):
         with torch.no_grad():
             policy.head.b.fill_(b)
         policy.save_head(policy_path)
-        manifest_file = policy_path / "manifest.json"
-        manifest = json.loads(manifest_file.read_text())
-        manifest["rationale_fitted"] = {
-            "b": b,
-            "was": was,
-            "on": specs,
-            "embedder": embedder_id,
-            "rerank_weight": None if rerank is None else rerank.weight,
-            "hit@1": means[b],
-            "grid": list(GRID),
-            **provenance(),
-        }
-        atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
+        record(
+            policy_path,
+            rationale_fitted={
+                "b": b,
+                "was": was,
+                "on": specs,
+                "embedder": embedder_id,
+                "rerank_weight": None if rerank is None else rerank.weight,
+                "hit@1": means[b],
+                "grid": list(GRID),
+                **provenance(),
+            },
+        )
         click.echo(f"wrote b = {b:g} into {policy_path / 'anchor_head.safetensors'}", err=True)
 
 

@@ -37,7 +37,7 @@ from autotool.policy import Policy, PolicyError
 from autotool.rerank import SHIPPED_RERANKER, RerankerError, load_reranker, reranked
 from autotool.select import MODES, select_steps
 from autotool.selection import StepInput
-from toolbank import atomic_write
+from toolbank import ToolBank, atomic_write
 from toolbank.embed import EmbedderError, load_embedder
 from training.cli import CommandError, doc_help, run
 from training.ship import provenance
@@ -64,6 +64,44 @@ def catalog(policy_path: Path, spec: str, embedder: str) -> tuple[Benchmark, lis
     return bench, queries
 
 
+def catalogs(policy_path: Path, bench: str, embedder: str) -> tuple[str, dict[str, tuple[Benchmark, list[Query]]]]:
+    """The id of the embedder `--embedder` names, and the benchmark and requests of each spec of `--bench`
+    (comma-separated), as the three fits read them. Every refusal comes here, before any work: an embedder that
+    does not load, a `--bench` that names no catalog, and each of `catalog`'s."""
+    try:
+        embedder_id = load_embedder(embedder).id
+    except EmbedderError as error:
+        raise CommandError(f"--embedder: {error}") from None
+    specs = [s for s in bench.split(",") if s]
+    if not specs:
+        raise CommandError("--bench names no catalog")
+    return embedder_id, {spec: catalog(policy_path, spec, embedder) for spec in specs}
+
+
+def load_policy(policy_path: Path, bank: ToolBank, embedder: str) -> Policy:
+    """`Policy.load` on a bank built with `embedder`; its refusal as a CommandError that names both."""
+    try:
+        return Policy.load(policy_path, bank)
+    except PolicyError as error:
+        raise CommandError(f"{policy_path} with --embedder {embedder}: {error}") from None
+
+
+def record(policy_path: Path, **entries) -> None:
+    """Set `entries` at the top of the policy's manifest, replaced atomically."""
+    manifest_file = policy_path / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest.update(entries)
+    atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
+
+
+embedder_option = click.option(
+    "--embedder",
+    default="tools",
+    show_default=True,
+    help="The embedder the policy is served with: 'tools' (the shipped one), 'stock', or a folder.",
+)
+
+
 def scored(
     policy_path: Path,
     bench: Benchmark,
@@ -77,10 +115,7 @@ def scored(
     """Per request of `queries`: its gold tools, `mode`'s `top` candidates (on a bank of `bench` built with
     `embedder`), their probabilities and the reranker's scores."""
     bank = benchmark_bank(bench, embedder)
-    try:
-        policy = Policy.load(policy_path, bank)
-    except PolicyError as error:
-        raise CommandError(f"--embedder {embedder}: {error}") from None
+    policy = load_policy(policy_path, bank, embedder)
     rows = []
     for start in tqdm(range(0, len(queries), batch), desc=f"{bench.name}: candidates and scores", unit="batch"):
         chunk = queries[start : start + batch]
@@ -120,12 +155,7 @@ def hits(rows: list[dict], weight: float) -> list[float]:
 @click.argument("policy_path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--bench", default="apibank,toolalpaca", show_default=True, help="Comma-separated catalog specs.")
 @click.option("--reranker", "reranker_spec", default=SHIPPED_RERANKER, show_default=True, help="Id or folder.")
-@click.option(
-    "--embedder",
-    default="tools",
-    show_default=True,
-    help="The embedder the policy is served with: 'tools' (the shipped one), 'stock', or a folder.",
-)
+@embedder_option
 @click.option("--top", type=click.IntRange(2, 64), default=5, show_default=True, help="Candidates reordered.")
 @click.option(
     "--mode",
@@ -137,18 +167,14 @@ def hits(rows: list[dict], weight: float) -> list[float]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Record the fitted `rerank` in the policy's manifest.")
 def main(policy_path, bench, reranker_spec, embedder, top, mode, out, write):
-    try:
-        embedder_id = load_embedder(embedder).id
-    except EmbedderError as error:
-        raise CommandError(f"--embedder: {error}") from None
+    embedder_id, read = catalogs(policy_path, bench, embedder)
     try:
         reranker = load_reranker(reranker_spec)
     except RerankerError as error:
         raise CommandError(f"--reranker: {error}") from None
-    specs = [s for s in bench.split(",") if s]
-    catalogs = {spec: catalog(policy_path, spec, embedder) for spec in specs}  # every refusal before any work
+    specs = list(read)
     began = time.perf_counter()
-    rows = {spec: scored(policy_path, *catalogs[spec], reranker, top, embedder, mode=mode) for spec in specs}
+    rows = {spec: scored(policy_path, *read[spec], reranker, top, embedder, mode=mode) for spec in specs}
     seconds = time.perf_counter() - began
     grid = {c: {spec: float(np.mean(hits(r, c))) for spec, r in rows.items()} for c in GRID}
     weight = max(GRID, key=lambda c: (np.mean(list(grid[c].values())), -c))
@@ -179,24 +205,17 @@ def main(policy_path, bench, reranker_spec, embedder, top, mode, out, write):
         (out / "results.md").write_text(report)
         (out / "scores.json").write_text(json.dumps(rows) + "\n")
     if write:
-        manifest_file = policy_path / "manifest.json"
-        manifest = json.loads(manifest_file.read_text())
-        manifest["rerank"] = {
-            "reranker": reranker_spec,
-            "top": top,
-            "weight": weight,
-            "fitted": {
-                "on": specs,
-                "embedder": embedder_id,
-                "mode": mode,
-                "hit@1": grid[weight],
-                "hit@1_without": grid[0.0],
-                "grid": list(GRID),
-                **provenance(),
-            },
+        fitted = {
+            "on": specs,
+            "embedder": embedder_id,
+            "mode": mode,
+            "hit@1": grid[weight],
+            "hit@1_without": grid[0.0],
+            "grid": list(GRID),
+            **provenance(),
         }
-        atomic_write(manifest_file, json.dumps(manifest, indent=2) + "\n")
-        click.echo(f"wrote rerank (c = {weight:g}) into {manifest_file}", err=True)
+        record(policy_path, rerank={"reranker": reranker_spec, "top": top, "weight": weight, "fitted": fitted})
+        click.echo(f"wrote rerank (c = {weight:g}) into {policy_path / 'manifest.json'}", err=True)
 
 
 if __name__ == "__main__":

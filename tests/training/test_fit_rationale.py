@@ -46,7 +46,7 @@ def test_write_stores_the_fitted_b_and_keeps_the_rest_of_the_head(bank, tmp_path
     policy = tiny_policy(bank, tmp_path, b=1.0, w_std=0.0, rerank=False)
     fast = served(policy, bank, "fast")
     queries = [Query(f"q{i}", text, (name,), None) for i, (text, name) in enumerate(zip(QUERIES, fast))]
-    monkeypatch.setattr(fit, "catalog", lambda path, spec, embedder: (None, queries))
+    monkeypatch.setattr("training.fit_rerank.catalog", lambda path, spec, embedder: (None, queries))
     monkeypatch.setattr(fit, "benchmark_bank", lambda bench, embedder: bank)
     folder = tmp_path / "policy"
     before = load_file(folder / "anchor_head.safetensors")
@@ -75,5 +75,15 @@ def test_a_bad_catalog_is_refused_before_any_work_and_the_policy_stays(bank, tmp
     monkeypatch.setattr(fit, "grid_hits", grid_hits)
     result = CliRunner().invoke(fit.main, [str(folder), "--bench", "apibank,nope", "--embedder", "hash:8", "--write"])
     assert result.exit_code != 0 and "--bench nope: no benchmark 'nope'" in result.output, result.output
+    assert (folder / "anchor_head.safetensors").read_bytes() == head
+    assert (folder / "manifest.json").read_text() == manifest
+
+
+def test_a_bench_that_names_no_catalog_is_refused_and_the_policy_stays(bank, tmp_path):
+    tiny_policy(bank, tmp_path, b=1.0, w_std=0.0, rerank=False)
+    folder = tmp_path / "policy"
+    head, manifest = (folder / "anchor_head.safetensors").read_bytes(), (folder / "manifest.json").read_text()
+    result = CliRunner().invoke(fit.main, [str(folder), "--bench", "", "--embedder", "hash:8", "--write"])
+    assert result.exit_code != 0 and "--bench names no catalog" in result.output, result.output
     assert (folder / "anchor_head.safetensors").read_bytes() == head
     assert (folder / "manifest.json").read_text() == manifest

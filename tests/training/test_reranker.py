@@ -99,6 +99,14 @@ def test_fit_refuses_an_unknown_embedder_and_leaves_the_manifest(policy_folder):
     assert (policy_folder / "manifest.json").read_text() == '{"name": "p"}\n'
 
 
+def test_fit_refuses_a_bench_that_names_no_catalog_and_leaves_the_manifest(policy_folder):
+    from training.fit_rerank import main
+
+    result = CliRunner().invoke(main, [str(policy_folder), "--bench", ",", "--embedder", "hash:8", "--write"])
+    assert result.exit_code != 0 and "--bench names no catalog" in result.output, result.output
+    assert (policy_folder / "manifest.json").read_text() == '{"name": "p"}\n'
+
+
 def test_fit_refuses_a_catalog_the_embedder_trained_on(policy_folder):
     from training.fit_rerank import catalog
 
