@@ -66,8 +66,9 @@ def catalog(policy_path: Path, spec: str, embedder: str) -> tuple[Benchmark, lis
 
 def catalogs(policy_path: Path, bench: str, embedder: str) -> tuple[str, dict[str, tuple[Benchmark, list[Query]]]]:
     """The id of the embedder `--embedder` names, and the benchmark and requests of each spec of `--bench`
-    (comma-separated), as the three fits read them. Every refusal comes here, before any work: an embedder that
-    does not load, a `--bench` that names no catalog, and each of `catalog`'s."""
+    (comma-separated; a spec named twice is read once), as the three fits read them. The refusals of `--embedder`
+    and `--bench` all come here, before any work: an embedder that does not load, a `--bench` that names no
+    catalog, and each of `catalog`'s."""
     try:
         embedder_id = load_embedder(embedder).id
     except EmbedderError as error:
@@ -167,14 +168,14 @@ def hits(rows: list[dict], weight: float) -> list[float]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Record the fitted `rerank` in the policy's manifest.")
 def main(policy_path, bench, reranker_spec, embedder, top, mode, out, write):
-    embedder_id, read = catalogs(policy_path, bench, embedder)
+    embedder_id, benches = catalogs(policy_path, bench, embedder)
     try:
         reranker = load_reranker(reranker_spec)
     except RerankerError as error:
         raise CommandError(f"--reranker: {error}") from None
-    specs = list(read)
+    specs = list(benches)
     began = time.perf_counter()
-    rows = {spec: scored(policy_path, *read[spec], reranker, top, embedder, mode=mode) for spec in specs}
+    rows = {spec: scored(policy_path, *benches[spec], reranker, top, embedder, mode=mode) for spec in specs}
     seconds = time.perf_counter() - began
     grid = {c: {spec: float(np.mean(hits(r, c))) for spec, r in rows.items()} for c in GRID}
     weight = max(GRID, key=lambda c: (np.mean(list(grid[c].values())), -c))
