@@ -45,10 +45,9 @@ from autotool.rerank import Remembered, rerank_candidates
 from autotool.select import written
 from autotool.selection import DEFAULT_TOP_K, candidates, embedded
 from toolbank import ToolBank
-from training import fit_rerank
 from training.calibrate import L_GRID
 from training.cli import CommandError, doc_help, run
-from training.fit_rerank import embedder_option, load_policy, record
+from training.fit_rerank import catalogs, embedder_option, load_policy, record
 from training.ship import provenance
 
 EXPLAIN_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -108,14 +107,14 @@ def label(pair: tuple[float, float]) -> str:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Store the fitted pair in the policy's head and record the fit.")
 def main(policy_path, bench, embedder, out, write):
-    embedder_id, catalogs = fit_rerank.catalogs(policy_path, bench, embedder)
-    specs = list(catalogs)
-    for spec, (_, queries) in catalogs.items():
+    embedder_id, benches = catalogs(policy_path, bench, embedder)
+    specs = list(benches)
+    for spec, (_, queries) in benches.items():
         if not later(queries):
             raise CommandError(f"--bench {spec}: no request has more than one call, so there is no later step")
     began = time.perf_counter()
     policy, hits, ids, names = None, {}, {}, {}
-    for spec, (benchmark, queries) in catalogs.items():
+    for spec, (benchmark, queries) in benches.items():
         bank = benchmark_bank(benchmark, embedder)
         policy = load_policy(policy_path, bank, embedder)
         if policy.shortlist and policy.head_values.uses_hidden:

@@ -37,9 +37,8 @@ from autotool.rerank import Remembered, rerank_candidates
 from autotool.select import written
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded
 from toolbank import ToolBank
-from training import fit_rerank
 from training.cli import doc_help, run
-from training.fit_rerank import embedder_option, load_policy, record
+from training.fit_rerank import catalogs, embedder_option, load_policy, record
 from training.ship import provenance
 
 GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -78,11 +77,11 @@ def grid_hits(
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None, help="Folder for the grid.")
 @click.option("--write", is_flag=True, help="Store the fitted b in the policy's head and record the fit.")
 def main(policy_path, bench, embedder, out, write):
-    embedder_id, catalogs = fit_rerank.catalogs(policy_path, bench, embedder)
-    specs = list(catalogs)
+    embedder_id, benches = catalogs(policy_path, bench, embedder)
+    specs = list(benches)
     began = time.perf_counter()
     policy, rationales, hits = None, {}, {}
-    for spec, (benchmark, queries) in catalogs.items():
+    for spec, (benchmark, queries) in benches.items():
         bank = benchmark_bank(benchmark, embedder)
         policy = load_policy(policy_path, bank, embedder)
         rationales[spec], hits[spec] = grid_hits(policy, bank, queries)
@@ -96,7 +95,7 @@ def main(policy_path, bench, embedder, out, write):
         "",
         f"Reason mode's first choice per request (hit@1, any gold tool a hit), embedder `{embedder}`, "
         + (f"reranker at c = {rerank.weight:g}" if rerank else "no reranker")
-        + f"; fitted b = {b:g} (was {was:g}). {seconds:.0f} s for {sum(len(q) for _, q in catalogs.values())} "
+        + f"; fitted b = {b:g} (was {was:g}). {seconds:.0f} s for {sum(len(q) for _, q in benches.values())} "
         "requests.",
         "",
         "| b | " + " | ".join(specs) + " | mean |",
@@ -111,7 +110,7 @@ def main(policy_path, bench, embedder, out, write):
     lines.append("")
     nearest = min(GRID, key=lambda x: abs(x - was))  # the grid's value of the head as it was
     for spec in specs:
-        ids = [q.id for q in catalogs[spec][1]]
+        ids = [q.id for q in benches[spec][1]]
         p = paired_bootstrap(hits[spec][b], hits[spec][nearest], groups=ids)
         lines.append(
             f"- {spec}: b = {b:g} minus b = {nearest:g}: {p['mean']:+.3f} [{p['ci_low']:+.3f}, {p['ci_high']:+.3f}]"
@@ -124,7 +123,7 @@ def main(policy_path, bench, embedder, out, write):
         kept = {
             spec: [
                 {"id": q.id, "rationale": r, "hit": {format(x, "g"): hits[spec][x][i] for x in GRID}}
-                for i, (q, r) in enumerate(zip(catalogs[spec][1], rationales[spec]))
+                for i, (q, r) in enumerate(zip(benches[spec][1], rationales[spec]))
             ]
             for spec in specs
         }
