@@ -47,7 +47,7 @@ from autotool.selection import DEFAULT_TOP_K, candidates, embedded
 from toolbank import ToolBank
 from training.calibrate import L_GRID
 from training.cli import CommandError, doc_help, run
-from training.fit_rerank import catalogs, embedder_option, load_policy, record
+from training.fits import catalogs, embedder_option, load_policy, record
 from training.ship import provenance
 
 EXPLAIN_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -38,7 +38,7 @@ from autotool.select import written
 from autotool.selection import DEFAULT_TOP_K, StepInput, candidates, embedded
 from toolbank import ToolBank
 from training.cli import doc_help, run
-from training.fit_rerank import catalogs, embedder_option, load_policy, record
+from training.fits import catalogs, embedder_option, load_policy, record
 from training.ship import provenance
 
 GRID = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)

@@ -94,7 +94,7 @@ def test_write_stores_the_fitted_pair_as_format_3_and_keeps_the_rest_of_the_head
     manifest["format_version"] = 1
     (folder / "manifest.json").write_text(json.dumps(manifest))
     queries = requests(seconds)
-    monkeypatch.setattr("training.fit_rerank.catalog", lambda path, spec, embedder: (None, queries))
+    monkeypatch.setattr("training.fits.catalog", lambda path, spec, embedder: (None, queries))
     monkeypatch.setattr(fit, "benchmark_bank", lambda bench, embedder: bank)
     args = [str(folder), "--bench", "apibank", "--embedder", "hash:64", "--out", str(tmp_path / "fit"), "--write"]
     result = CliRunner().invoke(fit.main, args)
@@ -122,7 +122,7 @@ def test_a_catalog_without_later_steps_is_refused_before_any_work(bank, tmp_path
     folder = tmp_path / "policy"
     head, manifest = (folder / "anchor_head.safetensors").read_bytes(), (folder / "manifest.json").read_text()
     specs = {"apibank": requests(["tool_00"] * len(QUERIES)), "toolalpaca": requests()}  # one call each
-    monkeypatch.setattr("training.fit_rerank.catalog", lambda path, spec, embedder: (None, specs[spec]))
+    monkeypatch.setattr("training.fits.catalog", lambda path, spec, embedder: (None, specs[spec]))
 
     def benchmark_bank(*args):
         raise AssertionError("a bank was built before every catalog was checked")
@@ -145,9 +145,7 @@ def test_a_bad_embedder_an_empty_bench_and_a_shortlist_read_by_the_anchor_are_re
     assert result.exit_code != 0 and "--bench names no catalog" in result.output
     manifest = json.loads((folder / "manifest.json").read_text())
     (folder / "manifest.json").write_text(json.dumps({**manifest, "shortlist": 5}))
-    monkeypatch.setattr(
-        "training.fit_rerank.catalog", lambda path, spec, embedder: (None, requests(FIRST[1:] + FIRST[:1]))
-    )
+    monkeypatch.setattr("training.fits.catalog", lambda path, spec, embedder: (None, requests(FIRST[1:] + FIRST[:1])))
     monkeypatch.setattr(fit, "benchmark_bank", lambda *args: bank)
     result = CliRunner().invoke(fit.main, [str(folder), "--bench", "apibank", "--embedder", "hash:64", "--write"])
     assert result.exit_code != 0 and "after a shortlist" in result.output, result.output

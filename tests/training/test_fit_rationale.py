@@ -46,7 +46,7 @@ def test_write_stores_the_fitted_b_and_keeps_the_rest_of_the_head(bank, tmp_path
     policy = tiny_policy(bank, tmp_path, b=1.0, w_std=0.0, rerank=False)
     fast = served(policy, bank, "fast")
     queries = [Query(f"q{i}", text, (name,), None) for i, (text, name) in enumerate(zip(QUERIES, fast))]
-    monkeypatch.setattr("training.fit_rerank.catalog", lambda path, spec, embedder: (None, queries))
+    monkeypatch.setattr("training.fits.catalog", lambda path, spec, embedder: (None, queries))
     monkeypatch.setattr(fit, "benchmark_bank", lambda bench, embedder: bank)
     folder = tmp_path / "policy"
     before = load_file(folder / "anchor_head.safetensors")

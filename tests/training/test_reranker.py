@@ -108,7 +108,7 @@ def test_fit_refuses_a_bench_that_names_no_catalog_and_leaves_the_manifest(polic
 
 
 def test_fit_refuses_a_catalog_the_embedder_trained_on(policy_folder):
-    from training.fit_rerank import catalog
+    from training.fits import catalog
 
     # the shipped `tools` adapter read every MetaTool request: none of its splits is held out from it
     with pytest.raises(CommandError, match="--bench metatool:val: embedder 'tools' was fine-tuned on metatool"):
