@@ -44,28 +44,25 @@ def cell(p: dict) -> str:
 
 
 def main() -> None:
-    reason = ROOT / "experiments/2026-12-07-loo-seal-reason/judge-1000/results.json"
-    ids, per_item = judged(reason, "seal_tools:all:1000", "per-query")
+    ids, per_item = judged(
+        ROOT / "experiments/2026-12-07-loo-seal-reason/judge-1000/results.json", "seal_tools:all:1000", "per-query"
+    )
+    check = read(EXPLAIN / "check/results.json")["seal_tools:all:1000"]
+    per_request = read(EXPLAIN / "per-request/results.json")
+    served = read(EXPLAIN / "served/results.json")["curves"][NEW]
     before = {
         ("1,000 requests", "per-query"): (ids, per_item["fast"]),
-        ("1,000 requests", "per-step"): (
-            read(EXPLAIN / "check/results.json")["seal_tools:all:1000"]["ids"],
-            read(EXPLAIN / "check/results.json")["seal_tools:all:1000"]["per_item"]["fast alpha=0.5"],
-        ),
-        ("904 new requests", "per-query"): (
-            read(EXPLAIN / "per-request/results.json")["ids"],
-            read(EXPLAIN / "per-request/results.json")["per_item"]["fast"],
-        ),
-        ("904 new requests", "per-step"): (
-            read(EXPLAIN / "served/results.json")["curves"][NEW]["ids"],
-            read(EXPLAIN / "served/results.json")["curves"][NEW]["per_item"]["fast alpha=0.5"],
-        ),
+        ("1,000 requests", "per-step"): (check["ids"], check["per_item"]["fast alpha=0.5"]),
+        ("904 new requests", "per-query"): (per_request["ids"], per_request["per_item"]["fast"]),
+        ("904 new requests", "per-step"): (served["ids"], served["per_item"]["fast alpha=0.5"]),
     }
     after = {
         ("1,000 requests", m): judged(HERE / "judge-1000/results.json", "seal_tools:all:1000", m)
         for m in ("per-query", "per-step")
     }
-    after |= {("904 new requests", m): judged(HERE / "judge-904/results.json", NEW, m) for m in ("per-query", "per-step")}
+    after |= {
+        ("904 new requests", m): judged(HERE / "judge-904/results.json", NEW, m) for m in ("per-query", "per-step")
+    }
     lines = [
         "# Fast mode at the l fitted with BFCL against l = 0.05, same requests (paired over requests)",
         "",
