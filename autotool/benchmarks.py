@@ -26,7 +26,7 @@ DATA = Path(__file__).parent / "data"
 #    with `load_no_tool`.
 # A policy's manifest records what it trained on (`trained_on`, see `policy_trained_on`), and the evaluation
 # refuses to treat a catalog as foreign for a policy that trained on it.
-TRAINING_CATALOGS = ("metatool", "seal_tools", "bfcl")
+TRAINING_CATALOGS = ("metatool", "seal_tools", "bfcl", "complexfuncbench")
 FOREIGN_VALIDATION = ("apibank", "toolalpaca")
 ABSTENTION = ("metatool_no_tool",)
 VENDORED = TRAINING_CATALOGS + FOREIGN_VALIDATION  # loadable by name with load_benchmark

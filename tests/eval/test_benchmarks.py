@@ -107,7 +107,12 @@ def test_bad_benchmarks(tmp_path, bench_dir):
 
 
 def test_vendored_benchmarks_load():
-    for name, n_tools, n_queries in [("metatool", 199, 21029), ("seal_tools", 4076, 2054), ("bfcl", 1287, 2351)]:
+    for name, n_tools, n_queries in [
+        ("metatool", 199, 21029),
+        ("seal_tools", 4076, 2054),
+        ("bfcl", 1287, 2351),
+        ("complexfuncbench", 40, 1000),
+    ]:
         bench = load_benchmark(name)
         assert (len(bench.tools), len(bench.queries)) == (n_tools, n_queries)
 

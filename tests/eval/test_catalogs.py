@@ -35,7 +35,7 @@ SHIPPED = DATA.parent / "default_policy"
 
 def test_catalog_roles_are_disjoint_and_every_vendored_catalog_has_one():
     roles = [TRAINING_CATALOGS, FOREIGN_VALIDATION, ABSTENTION]
-    assert sum(map(len, roles)) == len(set().union(*roles)) == 6
+    assert sum(map(len, roles)) == len(set().union(*roles)) == 7
     assert set(VENDORED) == set(TRAINING_CATALOGS) | set(FOREIGN_VALIDATION)
     assert {p.name for p in DATA.iterdir() if p.is_dir() and not p.name.startswith("_")} == set().union(*roles)
 
@@ -289,3 +289,29 @@ def test_bfcl_types_become_json_schema_and_answers_their_first_acceptable_value(
     assert first_value([""]) == ""
     assert first_value([{"size": ["large", "L"], "note": [""]}]) == {"size": "large"}
     assert first_value([[1, 2], [2, 1]]) == [1, 2]
+
+
+def test_complexfuncbench_is_a_training_catalog_with_its_licence_and_every_call_resolved():
+    bench = load_benchmark("complexfuncbench")
+    assert catalog_role(bench) == "training"
+    assert "Apache" in (DATA / "complexfuncbench" / "LICENSE").read_text()
+    meta = json.loads((DATA / "complexfuncbench" / "meta.json").read_text())
+    assert meta["counts"]["tools"] == len(bench.tools) == 40 and meta["counts"]["queries"] == len(bench.queries)
+    names = {t.name for t in bench.tools}
+    assert set(meta["log"]["renamed"].values()) <= names
+    assert all(c["tool"] in names for q in bench.queries for c in q.calls)
+    assert sum(len(steps_of(q)) for q in bench.queries) == meta["counts"]["calls"] == 3720
+    # no argument still holds an unresolved reference to an earlier call's output
+    assert not any("$var" in json.dumps(c["args"]) for q in bench.queries for c in q.calls)
+
+
+def test_complexfuncbench_references_resolve_against_the_recorded_response():
+    from autotool.data.vendor_complexfuncbench import UNRESOLVED, resolve
+
+    responses = {"var1": [{"coordinates": {"latitude": 32.8}}], "var2": {"data": {"hotels": [{"id": 7}, {"id": 9}]}}}
+    assert resolve("$var1.coordinates.latitude$", responses) == 32.8  # a list response: its first element
+    assert resolve("$var2.data.hotels.1.id$", responses) == 9  # a numbered step indexes the list
+    assert resolve("$var2.data.hotels.id$", responses) == 7
+    assert resolve("$var2.data.missing$", responses) is UNRESOLVED
+    assert resolve("$var3.x$", responses) is UNRESOLVED
+    assert resolve("plain text", responses) == "plain text"

@@ -13,8 +13,14 @@ def test_default_reads_metatool_and_bfcl_whole_and_seal_tools_train_split():
     assert parse_catalogs(DEFAULT_CATALOGS) == [("metatool", True), ("bfcl", True), ("seal_tools", False)]
 
 
-def test_the_embedder_reads_the_train_split_of_every_training_catalog_by_default():
+def test_the_embedder_reads_the_train_split_of_the_three_first_training_catalogs_by_default():
     assert parse_catalogs(embedder.DEFAULT_CATALOGS) == [("metatool", False), ("seal_tools", False), ("bfcl", False)]
+
+
+def test_a_catalog_whose_train_split_holds_no_request_is_refused_with_the_spec_that_works():
+    # every ComplexFuncBench request needs 2 to 7 of its 40 tools: none has them all among the seen ones
+    with pytest.raises(CommandError, match="complexfuncbench:train gives no training requests.*complexfuncbench:all"):
+        embedder.catalog_triples([("complexfuncbench", False)], seed=0, per_catalog=None, negatives=1)
 
 
 def test_leave_one_out_spec():
