@@ -1,5 +1,7 @@
-"""Dense hit@1 per request of the embedder trained with ComplexFuncBench minus the one trained without it, on the
-same requests (paired over requests), from the two judge records run.sh writes.
+"""Dense hit@1 per request of the embedder trained with ComplexFuncBench minus the same recipe without it, on the
+same requests (paired over requests): run.sh's judge record against the committed records of the recipe without
+ComplexFuncBench (API-Bank and ToolAlpaca: 2026-12-04-name-word-dropout's dropout-0 arm; the 1,000 MetaTool
+requests: 2026-12-06-loo-metatool-1000's judge, whose embedder is that recipe trained again).
 
     python experiments/2026-12-07-complexfuncbench-embedder/paired.py
 """
@@ -16,10 +18,17 @@ sys.path.insert(0, str(HERE.parents[1]))
 from autotool.metrics import paired_bootstrap  # noqa: E402
 
 ROLES = {"apibank": "validation", "toolalpaca": "validation", "metatool:all:1000": "left out, chooses nothing"}
+EXPERIMENTS = HERE.parent
+WITHOUT = {
+    "apibank": EXPERIMENTS / "2026-12-04-name-word-dropout/dense-dropout-0/results.json",
+    "toolalpaca": EXPERIMENTS / "2026-12-04-name-word-dropout/dense-dropout-0/results.json",
+    "metatool:all:1000": EXPERIMENTS / "2026-12-06-loo-metatool-1000/judge-1000/results.json",
+}
 
 
 def measure(arm: str, spec: str) -> dict:
-    return json.loads((HERE / f"dense-{arm}" / "results.json").read_text())["catalogs"][spec]["measures"]["per-query"]
+    path = WITHOUT[spec] if arm == "without" else HERE / f"dense-{arm}" / "results.json"
+    return json.loads(path.read_text())["catalogs"][spec]["measures"]["per-query"]
 
 
 def mean(values: list[float]) -> float:
@@ -37,6 +46,7 @@ def main() -> None:
     for spec, role in ROLES.items():
         without, with_cfb = measure("without", spec), measure("with-cfb", spec)
         assert without["ids"] == with_cfb["ids"], f"{spec}: not the same requests"
+        assert without["per_item"]["dense-stock"] == with_cfb["per_item"]["dense-stock"], f"{spec}: stock differs"
         a, b = with_cfb["per_item"]["dense-tuned"], without["per_item"]["dense-tuned"]
         stock = with_cfb["per_item"]["dense-stock"]
         p = paired_bootstrap(a, b, groups=without["ids"])
