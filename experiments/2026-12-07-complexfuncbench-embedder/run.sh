@@ -4,7 +4,7 @@
 # added, judged by dense retrieval per request on the foreign validation catalogs (which choose) and on 1,000
 # MetaTool requests (left out: they choose nothing). paired.py sets it beside the committed records of the same
 # recipe without ComplexFuncBench (see the README).
-# Run from anywhere: sh experiments/2026-12-07-complexfuncbench-embedder/run.sh (about 75 min on 2 cores, alone).
+# Run from anywhere: sh experiments/2026-12-07-complexfuncbench-embedder/run.sh (about 50 min on 2 cores, alone: the embedder 2,751 s).
 set -eu
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

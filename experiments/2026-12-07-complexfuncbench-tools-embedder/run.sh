@@ -3,7 +3,7 @@
 # (metatool:all, at most 2,500 requests a catalog) with complexfuncbench:all added, judged by dense retrieval per
 # request against the shipped embedder on the foreign validation catalogs (which choose) and on 1,000 Seal-Tools
 # requests (foreign to both; they choose nothing).
-# Run from anywhere: sh experiments/2026-12-07-complexfuncbench-tools-embedder/run.sh (about 30 min on 2 cores, alone).
+# Run from anywhere: sh experiments/2026-12-07-complexfuncbench-tools-embedder/run.sh (about 25 min on 2 cores, alone).
 set -eu
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
