@@ -82,6 +82,16 @@ def first_value(alternatives):
     return chosen
 
 
+def write_catalog(target: Path, tools, queries: list[dict]) -> None:
+    """`target`'s tools.jsonl (sorted by name), queries.jsonl (in order) and the Apache licence text."""
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / "tools.jsonl", "w") as f:
+        f.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in sorted(tools, key=lambda t: t["name"]))
+    with open(target / "queries.jsonl", "w") as f:
+        f.writelines(json.dumps(q, ensure_ascii=False) + "\n" for q in queries)
+    shutil.copyfile(LICENCE, target / "LICENSE")
+
+
 def read(wheel: Path) -> dict[str, list[tuple[dict, dict]]]:
     """category -> [(entry, answer)] from the wheel's bfcl_eval/data."""
     rows = {}
@@ -152,12 +162,7 @@ def vendor(wheel: Path, target: Path) -> dict:
             )
             per_category[category] += 1
 
-    target.mkdir(parents=True, exist_ok=True)
-    with open(target / "tools.jsonl", "w") as f:
-        f.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in sorted(tools.values(), key=lambda t: t["name"]))
-    with open(target / "queries.jsonl", "w") as f:
-        f.writelines(json.dumps(q, ensure_ascii=False) + "\n" for q in queries)
-    shutil.copyfile(LICENCE, target / "LICENSE")
+    write_catalog(target, tools.values(), queries)
     meta = {
         "source": f"PyPI {PACKAGE} (bfcl_eval/data), from ShishirPatil/gorilla berkeley-function-call-leaderboard",
         "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),

@@ -25,13 +25,14 @@ Deterministic: the same wheel gives the same files. `meta.json` records the whee
 import hashlib
 import json
 import re
-import shutil
 import sys
 import zipfile
 from collections import Counter
 from pathlib import Path
 
 from jsonschema import Draft202012Validator
+
+from autotool.data.vendor_bfcl import write_catalog
 
 PACKAGE = "nestful-wrapper==0.1.7"
 FOLDER = "data_v1/complexfuncbench"
@@ -41,7 +42,6 @@ RENAMED = {
 }
 NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 REFERENCE = re.compile(r"\$(var\d+)((?:\.[^$]*)?)\$")
-LICENCE = Path(__file__).parent / "apibank" / "LICENSE"  # the Apache License 2.0, verbatim
 UNRESOLVED = object()
 
 
@@ -117,12 +117,7 @@ def vendor(wheel: Path, target: Path) -> dict:
             }
         )
 
-    target.mkdir(parents=True, exist_ok=True)
-    with open(target / "tools.jsonl", "w") as f:
-        f.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in sorted(tools.values(), key=lambda t: t["name"]))
-    with open(target / "queries.jsonl", "w") as f:
-        f.writelines(json.dumps(q, ensure_ascii=False) + "\n" for q in queries)
-    shutil.copyfile(LICENCE, target / "LICENSE")
+    write_catalog(target, tools.values(), queries)
     meta = {
         "source": f"PyPI {PACKAGE} ({FOLDER}), NESTFUL's copy of THUDM/ComplexFuncBench",
         "wheel_sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
