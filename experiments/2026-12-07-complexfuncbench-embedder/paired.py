@@ -3,7 +3,10 @@ same requests (paired over requests): run.sh's judge record against the committe
 ComplexFuncBench (API-Bank and ToolAlpaca: 2026-12-04-name-word-dropout's dropout-0 arm; the 1,000 MetaTool
 requests: 2026-12-06-loo-metatool-1000's judge, whose embedder is that recipe trained again).
 
-    python experiments/2026-12-07-complexfuncbench-embedder/paired.py
+    python experiments/2026-12-07-complexfuncbench-embedder/paired.py [--without dense-without]
+
+With `--without DIR`, the arm without ComplexFuncBench is this record's own judge folder DIR (without.sh: that recipe
+trained again on this record's code and libraries), and the tables go to paired-DIR.md and .json.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ WITHOUT = {
 }
 
 
-def measure(arm: str, spec: str) -> dict:
-    path = WITHOUT[spec] if arm == "without" else HERE / f"dense-{arm}" / "results.json"
+def measure(arm: str, spec: str, without: str | None = None) -> dict:
+    path = HERE / f"dense-{arm}" / "results.json"
+    if arm == "without":
+        path = HERE / without / "results.json" if without else WITHOUT[spec]
     return json.loads(path.read_text())["catalogs"][spec]["measures"]["per-query"]
 
 
@@ -35,7 +40,7 @@ def mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def main() -> None:
+def main(without: str | None = None) -> None:
     lines = [
         "# Dense hit@1 per request, with ComplexFuncBench in the embedder's training and without",
         "",
@@ -44,12 +49,12 @@ def main() -> None:
     ]
     results, validation = {}, {"without": [], "with-cfb": [], "stock": []}
     for spec, role in ROLES.items():
-        without, with_cfb = measure("without", spec), measure("with-cfb", spec)
-        assert without["ids"] == with_cfb["ids"], f"{spec}: not the same requests"
-        assert without["per_item"]["dense-stock"] == with_cfb["per_item"]["dense-stock"], f"{spec}: stock differs"
-        a, b = with_cfb["per_item"]["dense-tuned"], without["per_item"]["dense-tuned"]
+        base, with_cfb = measure("without", spec, without), measure("with-cfb", spec)
+        assert base["ids"] == with_cfb["ids"], f"{spec}: not the same requests"
+        assert base["per_item"]["dense-stock"] == with_cfb["per_item"]["dense-stock"], f"{spec}: stock differs"
+        a, b = with_cfb["per_item"]["dense-tuned"], base["per_item"]["dense-tuned"]
         stock = with_cfb["per_item"]["dense-stock"]
-        p = paired_bootstrap(a, b, groups=without["ids"])
+        p = paired_bootstrap(a, b, groups=base["ids"])
         gained, lost = sum(x > y for x, y in zip(a, b)), sum(x < y for x, y in zip(a, b))
         results[spec] = {"stock": mean(stock), "without": mean(b), "with-cfb": mean(a), "paired": p}
         lines.append(
@@ -65,10 +70,11 @@ def main() -> None:
         f"| validation mean | chooses | {v['stock']:.3f} | {v['without']:.3f} | {v['with-cfb']:.3f} "
         f"| {v['with-cfb'] - v['without']:+.3f} |"
     )
-    (HERE / "paired.json").write_text(json.dumps(results, indent=1) + "\n")
-    (HERE / "paired.md").write_text("\n".join(lines) + "\n")
+    name = f"paired-{without}" if without else "paired"
+    (HERE / f"{name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (HERE / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[sys.argv.index("--without") + 1] if "--without" in sys.argv else None)
