@@ -33,6 +33,7 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 
 from autotool.data.vendor_bfcl import write_catalog
+from toolbank.tool import NAME_PATTERN
 
 PACKAGE = "nestful-wrapper==0.1.7"
 FOLDER = "data_v1/complexfuncbench"
@@ -40,7 +41,6 @@ RENAMED = {
     "Get_Hotel_Reviews(Tips)": "Get_Hotel_Reviews_Tips",
     "Get_Hotel_Reviews(Tips)_Sort_Option": "Get_Hotel_Reviews_Tips_Sort_Option",
 }
-NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 REFERENCE = re.compile(r"\$(var\d+)((?:\.[^$]*)?)\$")
 UNRESOLVED = object()
 
@@ -56,7 +56,7 @@ def tool(spec: dict) -> dict:
     schema = {"type": "object", "properties": properties, "required": required}
     Draft202012Validator.check_schema(schema)
     name = RENAMED.get(spec["name"], spec["name"])
-    assert NAME.fullmatch(name), name
+    assert NAME_PATTERN.fullmatch(name), name
     return {
         "name": name,
         "description": spec["description"].strip(),
