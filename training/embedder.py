@@ -150,10 +150,15 @@ def catalog_triples(
     rows, records = [], []
     for catalog, every in catalogs:
         got, record = triples(catalog, seed, per_catalog, every, negatives, lexical, name_word_dropout)
+        if not got and every:  # every request was skipped for want of hard negatives
+            raise CommandError(
+                f"--catalogs: {catalog}:all gives no training triples: no request has {negatives} tools that are not "
+                "gold among the stock embedder's 16 best; lower --negatives"
+            )
         if not got:  # complexfuncbench:train: each request needs 2 to 7 of its 40 tools, never all seen ones
             raise CommandError(
-                f"--catalogs: {catalog}:{'all' if every else 'train'} gives no training requests (none has all its "
-                f"gold tools among the split's train tools); name it {catalog}:all"
+                f"--catalogs: {catalog}:train gives no training requests (none has all its gold tools among the "
+                f"split's train tools); name it {catalog}:all"
             )
         rows += got
         records.append(record)

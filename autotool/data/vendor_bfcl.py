@@ -28,7 +28,6 @@ Deterministic: the same wheel gives the same files. `meta.json` records the whee
 
 import hashlib
 import json
-import re
 import shutil
 import sys
 import zipfile
@@ -37,6 +36,8 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+
+from toolbank.tool import NAME_PATTERN
 
 PACKAGE = "bfcl-eval==2026.3.23"
 CATEGORIES = (
@@ -50,7 +51,6 @@ CATEGORIES = (
     "live_parallel_multiple",
 )
 TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None}
-NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 LICENCE = Path(__file__).parent / "apibank" / "LICENSE"  # the Apache License 2.0, verbatim
 
 
@@ -121,7 +121,7 @@ def vendor(wheel: Path, target: Path) -> dict:
         key = min(counts, key=lambda k: (-counts[k], first_seen[name][k]))
         description, parameters = json.loads(key)
         parameters = json_schema(parameters)
-        if not NAME.fullmatch(name):
+        if not NAME_PATTERN.fullmatch(name):
             dropped_tools[name] = "name breaks the tool-bank rule"
             continue
         try:

@@ -23,6 +23,13 @@ def test_a_catalog_whose_train_split_holds_no_request_is_refused_with_the_spec_t
         embedder.catalog_triples([("complexfuncbench", False)], seed=0, per_catalog=None, negatives=1)
 
 
+def test_a_whole_catalog_that_yields_no_triple_is_refused_with_the_cause(monkeypatch):
+    # with `:all` every request qualifies; only a want of hard negatives can leave none
+    monkeypatch.setattr(embedder, "triples", lambda *args: ([], {"queries": 40, "triples": 0}))
+    with pytest.raises(CommandError, match="complexfuncbench:all gives no training triples.*16 tools.*--negatives"):
+        embedder.catalog_triples([("complexfuncbench", True)], seed=0, per_catalog=None, negatives=16)
+
+
 def test_leave_one_out_spec():
     assert parse_catalogs("seal_tools:all, bfcl : all") == [("seal_tools", True), ("bfcl", True)]
 
