@@ -37,6 +37,7 @@ from training.ship import provenance
 ADAPTER_MODULES = ["query", "key", "value", "dense"]  # every linear layer of the BERT blocks
 # The three catalogs the recipes were chosen on; complexfuncbench is named where a run wants it.
 DEFAULT_CATALOGS = "metatool:train,seal_tools:train,bfcl:train"
+CANDIDATES = 16  # the hard negatives of a request are drawn from its best tools under the stock embedder (and BM25)
 
 
 def _singular(word: str) -> str:
@@ -89,14 +90,14 @@ def triples(
     stock = load_embedder("stock")
     tool_vectors = stock.encode([text[n] for n in names], progress=True)  # (tools, dim)
     query_vectors = stock.encode([q.text for q in queries], progress=True)  # (queries, dim)
-    ranks = np.argsort(-(query_vectors @ tool_vectors.T), axis=1)[:, :16]  # (queries, 16)
+    ranks = np.argsort(-(query_vectors @ tool_vectors.T), axis=1)[:, :CANDIDATES]  # (queries, CANDIDATES)
     bm25 = BM25Index(range(len(names)), [text[n] for n in names]) if lexical else None
     rows, dropout, dropped = [], random.Random(seed + 1), 0
     for q, ranked in zip(queries, ranks):
         wrong = [names[i] for i in ranked if names[i] not in q.gold_tools]
         hard = wrong[: negatives - lexical]
         if bm25 is not None:  # a request sharing no word with enough tools keeps dense negatives in their place
-            lexical_ranked = [names[i] for i in bm25.search(q.text, 16)[1]]
+            lexical_ranked = [names[i] for i in bm25.search(q.text, CANDIDATES)[1]]
             hard += [n for n in lexical_ranked if n not in q.gold_tools and n not in hard][:lexical]
             hard += [n for n in wrong if n not in hard][: negatives - len(hard)]
         if len(hard) < negatives:
@@ -150,15 +151,16 @@ def catalog_triples(
     rows, records = [], []
     for catalog, every in catalogs:
         got, record = triples(catalog, seed, per_catalog, every, negatives, lexical, name_word_dropout)
-        if not got and every:  # every request was skipped for want of hard negatives
+        spec = f"{catalog}:{'all' if every else 'train'}"
+        if not record["queries"]:  # complexfuncbench:train: each request needs 2 to 7 of its 40 tools, never all seen
             raise CommandError(
-                f"--catalogs: {catalog}:all gives no training triples: no request has {negatives} tools that are not "
-                "gold among the stock embedder's 16 best; lower --negatives"
+                f"--catalogs: {spec} gives no training requests (none has all its gold tools among the split's train "
+                f"tools); name it {catalog}:all"
             )
-        if not got:  # complexfuncbench:train: each request needs 2 to 7 of its 40 tools, never all seen ones
+        if not got:  # every request was skipped for want of hard negatives
             raise CommandError(
-                f"--catalogs: {catalog}:train gives no training requests (none has all its gold tools among the "
-                f"split's train tools); name it {catalog}:all"
+                f"--catalogs: {spec} gives no training triples: no request has {negatives} tools that are not gold "
+                f"among the stock embedder's {CANDIDATES} best; lower --negatives"
             )
         rows += got
         records.append(record)
@@ -204,7 +206,7 @@ def save_adapter(peft_model, folder: Path) -> None:
 )
 @click.option(
     "--negatives",
-    type=click.IntRange(1, 16),
+    type=click.IntRange(1, CANDIDATES),
     default=1,
     show_default=True,
     help="Hard negatives a request: the stock embedder's highest-ranked tools of its catalog that are not gold.",
