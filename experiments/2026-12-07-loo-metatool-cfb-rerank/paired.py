@@ -33,17 +33,17 @@ def rows(label: str, before: dict, after: dict) -> list[str]:
     ids, b, a = after["ids"], before["per_item"], after["per_item"]
     out = []
     for mode in ("fast", "reason"):
-        mean = sum(a[mode]) / len(ids)
         out.append(
-            f"| {label} | {mode} | {sum(b[mode]) / len(ids):.3f} | {mean:.3f} | {interval(a[mode], b[mode], ids)} "
+            f"| {label} | {mode} | {sum(b[mode]) / len(ids):.3f} | {sum(a[mode]) / len(ids):.3f} "
+            f"| {interval(a[mode], b[mode], ids)} "
             f"| {interval(b[mode], b['dense-stock'], ids)} | {interval(a[mode], a['dense-stock'], ids)} |"
         )
     return out
 
 
-seed0 = per_query(HERE / "judge-1000", SEED0)
-seed0["per_item"]["reason"] = per_query(HERE / "judge-1000-reason", SEED0)["per_item"]["reason"]
-assert per_query(HERE / "judge-1000-reason", SEED0)["ids"] == seed0["ids"]
+seed0, seed0_reason = per_query(HERE / "judge-1000", SEED0), per_query(HERE / "judge-1000-reason", SEED0)
+assert seed0_reason["ids"] == seed0["ids"], "the fast and reason judgments read different requests"
+seed0["per_item"]["reason"] = seed0_reason["per_item"]["reason"]
 lines = [
     "Per request, hit@1; intervals are paired 95% bootstrap intervals, in points.",
     "",
