@@ -29,7 +29,9 @@ SERVED = {  # the served judgments of the same policy on the MetaTool samples: (
         "metatool, 1,000 fresh requests",
     ),
 }
-SERVED_B = 0.2  # the policy's b as served (its fit-rationale)
+SERVED_B = json.loads((HERE.parent / "2026-12-07-loo-metatool-cfb-reason/policy-manifest.json").read_text())[
+    "rationale_fitted"
+]["b"]  # the policy's b as served
 
 
 def load(folder: str) -> dict:
